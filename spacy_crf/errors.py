@@ -1,0 +1,58 @@
+"""Coded error messages, in spaCy's style: `raise ValueError(Errors.E001.format(...))`."""
+
+
+class _ErrorsWithCodes(type):
+    def __getattribute__(cls, code: str) -> str:
+        message = super().__getattribute__(code)
+        if code.startswith("__"):
+            return message
+        return f"[{code}] {message}"
+
+
+class Errors(metaclass=_ErrorsWithCodes):
+    E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
+    E002 = (
+        "Label '{label}' is not a Universal POS tag, so component '{name}' "
+        "cannot write it to token.pos_ (target = \"pos\"). Valid tags: {options}."
+    )
+    E003 = (
+        "The gold data for component '{name}' has the label '{label}', which "
+        "is not among its {n_labels} labels. Initialize the component on data "
+        "that contains every label (or pass them all with `labels=`, e.g. from "
+        "`spacy init labels`)."
+    )
+    E004 = (
+        "Cannot add label '{label}' to component '{name}': its model was "
+        "already built for {n_labels} labels. Add every label before "
+        "`nlp.initialize()`."
+    )
+    E005 = (
+        "Component '{name}' found no labels for target '{target}' in the "
+        "training data: no token has a gold {attr}. Check the corpus and the "
+        "component's `target` setting."
+    )
+    E006 = (
+        "{what} of component '{name}' contains NaN or inf. Lower the learning "
+        "rate, enable gradient clipping, or check the input vectors."
+    )
+    E007 = (
+        "Could not load the model of component '{name}': {reason}. The file is "
+        "corrupt, truncated or not a crf_tagger model; the component was left "
+        "unchanged."
+    )
+    E008 = (
+        "The saved model of component '{name}' does not match its config: "
+        "{detail}. Load it with the config it was trained with; the component "
+        "was left unchanged."
+    )
+    E009 = (
+        "The CRF layer of component '{name}' is not built yet: call "
+        "`nlp.initialize()` before training or prediction, or load a trained "
+        "pipeline."
+    )
+    E010 = "Label must be a string, got {type}: {label!r}."
+    E011 = (
+        "The CRF layer needs its sizes before it can be built: input width "
+        "nI={nI}, number of labels nO={nO}."
+    )
+    E012 = "Component '{name}' has no labels; initialize it with training examples or `labels=`."

@@ -1,0 +1,24 @@
+"""Torch code of spacy-crf: the CRF maths and the BiLSTM-CRF network (no spaCy)."""
+from .bilstm_crf import BiLSTMCRF
+from .crf import (
+    NEG_INF,
+    CRFScores,
+    allowed_from_tags,
+    check_scores,
+    log_partition,
+    negative_log_likelihood,
+    path_score,
+    viterbi_decode,
+)
+
+__all__ = [
+    "BiLSTMCRF",
+    "CRFScores",
+    "NEG_INF",
+    "allowed_from_tags",
+    "check_scores",
+    "log_partition",
+    "negative_log_likelihood",
+    "path_score",
+    "viterbi_decode",
+]

@@ -1,0 +1,84 @@
+"""The torch network behind crf_tagger: BiLSTM -> linear emissions -> CRF scores.
+
+Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
+transition, start and end parameters); the loss and decoding live in crf.py.
+"""
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .crf import CRFScores
+
+
+class BiLSTMCRF(nn.Module):
+    """A bidirectional LSTM encoder with a linear-chain CRF output layer.
+
+    n_inputs (int): width of the token vectors fed in.
+    n_labels (int): number of labels, K.
+    hidden_width (int): LSTM hidden size per direction.
+    depth (int): number of LSTM layers; 0 puts the CRF straight on the inputs.
+    dropout (float): dropout on the LSTM outputs (and between LSTM layers).
+    learn_transitions (bool): False fixes transition, start and end scores at
+        zero, which turns the CRF into a per-token softmax (the ablation).
+    """
+
+    def __init__(
+        self,
+        n_inputs: int,
+        n_labels: int,
+        *,
+        hidden_width: int = 128,
+        depth: int = 1,
+        dropout: float = 0.0,
+        learn_transitions: bool = True,
+    ) -> None:
+        super().__init__()
+        self.n_inputs = n_inputs
+        self.lstm = None
+        width = n_inputs
+        if depth > 0:
+            self.lstm = nn.LSTM(
+                n_inputs,
+                hidden_width,
+                num_layers=depth,
+                bidirectional=True,
+                batch_first=True,
+                dropout=dropout if depth > 1 else 0.0,
+            )
+            width = 2 * hidden_width
+        self.dropout = nn.Dropout(dropout)
+        self.emission = nn.Linear(width, n_labels)
+        zeros_kk = torch.zeros(n_labels, n_labels)
+        zeros_k = torch.zeros(n_labels)
+        if learn_transitions:
+            self.transitions = nn.Parameter(zeros_kk)
+            self.start = nn.Parameter(zeros_k)
+            self.end = nn.Parameter(zeros_k.clone())
+        else:
+            self.register_buffer("transitions", zeros_kk)
+            self.register_buffer("start", zeros_k)
+            self.register_buffer("end", zeros_k.clone())
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> CRFScores:
+        """Score a padded batch.
+
+        inputs (Tensor): (B, T, n_inputs) token vectors, zero-padded, T >= 1.
+        lengths (Tensor): (B,) long on the CPU, the true length of each row.
+        RETURNS (CRFScores): emissions (B, T, K) and the mask built on the
+            inputs' device, with the CRF parameters.
+        """
+        B, T, _ = inputs.shape
+        mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
+        hidden = inputs
+        if self.lstm is not None and B == 0:
+            hidden = inputs.new_zeros(0, T, self.emission.in_features)
+        elif self.lstm is not None:
+            # Packing keeps padding out of the backward direction; empty rows
+            # run one zero step whose output the mask discards.
+            packed = pack_padded_sequence(
+                inputs, lengths.clamp(min=1), batch_first=True, enforce_sorted=False
+            )
+            output, _ = self.lstm(packed)
+            hidden, _ = pad_packed_sequence(output, batch_first=True, total_length=T)
+        emissions = self.emission(self.dropout(hidden))  # shape: (B, T, K)
+        return CRFScores(emissions, mask, self.transitions, self.start, self.end)

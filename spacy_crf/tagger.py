@@ -1,0 +1,409 @@
+"""The `crf_tagger` pipeline component: CRF-decoded tags in token.tag_ or token.pos_."""
+import copy
+from itertools import islice
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy
+import srsly
+import torch
+from spacy import util
+from spacy.attrs import POS, TAG
+from spacy.language import Language
+from spacy.parts_of_speech import IDS as UPOS_IDS
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
+
+from .architectures import build_crf_layer
+from .errors import Errors
+from .nn import CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
+from .scorers import crf_tagger_score
+
+default_model_config = """
+[model]
+@architectures = "spacy_crf.BiLSTMCRF.v1"
+hidden_width = 128
+depth = 1
+dropout = 0.0
+crf = true
+
+[model.tok2vec]
+@architectures = "spacy.HashEmbedCNN.v2"
+pretrained_vectors = null
+width = 96
+depth = 4
+embed_size = 2000
+window_size = 1
+maxout_pieces = 3
+subword_features = true
+"""
+DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
+
+# target -> (spaCy attribute id, gold attribute name for Example.get_aligned)
+TARGETS = {"tag": (TAG, "TAG"), "pos": (POS, "POS")}
+UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "EOL")
+
+
+@Language.factory(
+    "crf_tagger",
+    assigns=["token.tag", "token.pos"],
+    default_config={
+        "model": DEFAULT_CRF_TAGGER_MODEL,
+        "target": "tag",
+        "overwrite": False,
+        "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
+    },
+    default_score_weights={"tag_acc": 0.5, "pos_acc": 0.5},
+)
+def make_crf_tagger(
+    nlp: Language,
+    name: str,
+    model: Model[List[Doc], CRFScores],
+    target: str,
+    overwrite: bool,
+    scorer: Optional[Callable],
+) -> "CRFTagger":
+    """Create a CRFTagger.
+
+    model (Model[List[Doc], CRFScores]): the network, e.g. spacy_crf.BiLSTMCRF.v1.
+    target (str): "tag" writes token.tag_, "pos" writes token.pos_ (UPOS).
+    overwrite (bool): replace annotation that a doc already has.
+    scorer (Optional[Callable]): scores tag_acc or pos_acc, to match target.
+    """
+    return CRFTagger(
+        nlp.vocab, model, name, target=target, overwrite=overwrite, scorer=scorer
+    )
+
+
+class CRFTagger(TrainablePipe):
+    """A sequence tagger whose output layer is a linear-chain CRF.
+
+    Training minimises the CRF negative log-likelihood (tokens without a gold
+    label are summed over); prediction is batched Viterbi decoding.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], CRFScores],
+        name: str = "crf_tagger",
+        *,
+        target: str = "tag",
+        overwrite: bool = False,
+        scorer: Optional[Callable] = crf_tagger_score,
+    ) -> None:
+        """Initialize a CRF tagger.
+
+        vocab (Vocab): the shared vocabulary.
+        model (Model[List[Doc], CRFScores]): the network.
+        name (str): the component name, the key of its loss in `losses`.
+        target (str): "tag" (token.tag_) or "pos" (token.pos_).
+        overwrite (bool): replace existing annotation.
+        scorer (Optional[Callable]): the scoring method.
+        """
+        if target not in TARGETS:
+            raise ValueError(
+                Errors.E001.format(target=target, name=name, options=list(TARGETS))
+            )
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        cfg: Dict[str, Any] = {
+            "labels": [],
+            "target": target,
+            "overwrite": overwrite,
+            "input_width": None,
+        }
+        self.cfg = dict(sorted(cfg.items()))
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the labels, in the order of the CRF's columns."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the labels, for `spacy init labels`."""
+        return self.labels
+
+    @property
+    def _crf_layer(self) -> Model:
+        return self.model.get_ref("output_layer")
+
+    def add_label(self, label: str) -> int:
+        """Add a label before the model is initialized.
+
+        label (str): the label.
+        RETURNS (int): 0 if the label was already present, otherwise 1.
+        """
+        if not isinstance(label, str):
+            raise ValueError(Errors.E010.format(type=type(label).__name__, label=label))
+        if label in self.labels:
+            return 0
+        if self.cfg["target"] == "pos" and label not in UPOS_TAGS:
+            raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
+        if self._crf_layer.layers:
+            raise ValueError(
+                Errors.E004.format(label=label, name=self.name, n_labels=len(self.labels))
+            )
+        self.cfg["labels"].append(label)
+        self.vocab.strings.add(label)
+        return 1
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[Sequence[str]] = None,
+    ) -> None:
+        """Collect the labels and build the model for a sample of the data.
+
+        get_examples (Callable[[], Iterable[Example]]): the training examples.
+        nlp (Optional[Language]): the pipeline the component belongs to.
+        labels (Optional[Sequence[str]]): the labels, e.g. from
+            `spacy init labels`; by default they are collected, sorted, from
+            the examples.
+        """
+        validate_get_examples(get_examples, "CRFTagger.initialize")
+        util.check_lexeme_norms(self.vocab, "crf_tagger")
+        self._crf_layer.layers.clear()  # re-initializing starts afresh
+        self.cfg["labels"] = []
+        if labels is None:
+            attr = self.cfg["target"] + "_"
+            found = {
+                getattr(token, attr).lstrip("!")
+                for example in get_examples()
+                for token in example.y
+            }
+            labels = sorted(label for label in found if label)
+        for label in labels:
+            self.add_label(label)
+        if not self.labels:
+            raise ValueError(
+                Errors.E005.format(
+                    name=self.name,
+                    target=self.cfg["target"],
+                    attr=f"token.{self.cfg['target']}_",
+                )
+            )
+        doc_sample = [example.x for example in islice(get_examples(), 10)]
+        self._crf_layer.set_dim("nO", len(self.labels), force=True)
+        self.model.initialize(X=doc_sample)
+        self.cfg["input_width"] = self._crf_layer.get_dim("nI")
+
+    def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
+        """Viterbi-decode a batch of docs, without modifying them.
+
+        docs (Iterable[Doc]): the docs.
+        RETURNS (List[numpy.ndarray]): label ids, one array per doc.
+        """
+        docs = list(docs)
+        if not any(len(doc) for doc in docs):
+            return [numpy.zeros((0,), dtype="int64") for _ in docs]
+        paths, _ = viterbi_decode(self.model.predict(docs))
+        paths = paths.cpu().numpy()  # the batch's one device-to-host copy
+        return [paths[i, : len(doc)] for i, doc in enumerate(docs)]
+
+    def set_annotations(self, docs: Iterable[Doc], batch_tag_ids: List[numpy.ndarray]) -> None:
+        """Write the predicted labels to the docs.
+
+        docs (Iterable[Doc]): the docs.
+        batch_tag_ids (List[numpy.ndarray]): label ids from `predict`.
+        """
+        if isinstance(docs, Doc):
+            docs = [docs]
+        attr = TARGETS[self.cfg["target"]][0]
+        if attr == POS:
+            values = [UPOS_IDS[label] for label in self.labels]
+        else:
+            values = [self.vocab.strings.add(label) for label in self.labels]
+        label_values = numpy.asarray(values, dtype="uint64")
+        for doc, tag_ids in zip(docs, batch_tag_ids):
+            if not len(doc):
+                continue
+            new = label_values[numpy.asarray(tag_ids, dtype="int64")]
+            if not self.cfg["overwrite"]:
+                old = doc.to_array(attr)
+                new = numpy.where(old == 0, new, old)
+            doc.from_array([attr], new.reshape(-1, 1))
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Learn from a batch of examples: one CRF NLL gradient step.
+
+        examples (Iterable[Example]): the batch.
+        drop (float): the dropout rate of the Thinc layers.
+        sgd (Optional[Optimizer]): the optimizer; None accumulates gradients.
+        losses (Optional[Dict[str, float]]): the running losses, by component.
+        RETURNS (Dict[str, float]): the updated losses.
+        """
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "CRFTagger.update")
+        if not any(len(eg.predicted) for eg in examples):
+            return losses
+        set_dropout_rate(self.model, drop)
+        scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
+        loss, d_scores = self.get_loss(examples, scores)
+        backprop(d_scores)
+        if sgd not in (None, False):
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def get_loss(self, examples: Iterable[Example], scores: CRFScores) -> Tuple[float, CRFScores]:
+        """The CRF negative log-likelihood of the gold labels and its gradient.
+
+        Tokens without a gold label (missing or misaligned) allow every label;
+        a negative label "!TAG" rules TAG out; a doc with no known label adds 0.
+
+        examples (Iterable[Example]): the batch.
+        scores (CRFScores): the model's output for the batch.
+        RETURNS (Tuple[float, CRFScores]): the summed loss and its gradient with
+            respect to emissions, transitions, start and end (None where fixed).
+        """
+        examples = list(examples)
+        validate_examples(examples, "CRFTagger.get_loss")
+        tags, excluded = self._gold_ids(examples, scores.emissions.shape[1])
+        device = scores.emissions.device
+        tags_t = torch.from_numpy(tags).to(device)
+        excluded_t = torch.from_numpy(excluded).to(device)
+        allowed = allowed_from_tags(tags_t, len(self.labels), excluded=excluded_t)
+        has_gold = ((tags_t >= 0) | (excluded_t >= 0)).any(dim=1)
+        emissions, mask, transitions, start, end = scores
+        leaves = [
+            t.detach().requires_grad_(grad)
+            for t, grad in [
+                (emissions, True),
+                (transitions, transitions.requires_grad),
+                (start, start.requires_grad),
+                (end, end.requires_grad),
+            ]
+        ]
+        with torch.enable_grad():
+            nll = negative_log_likelihood(CRFScores(leaves[0], mask, *leaves[1:]), allowed)
+            loss = torch.where(has_gold, nll, torch.zeros_like(nll)).sum()
+            trainable = [leaf for leaf in leaves if leaf.requires_grad]
+            grads = iter(torch.autograd.grad(loss, trainable))
+        loss_value = float(loss.detach())
+        if not numpy.isfinite(loss_value):
+            raise ValueError(Errors.E006.format(what="The loss", name=self.name))
+        d_scores = [next(grads) if leaf.requires_grad else None for leaf in leaves]
+        return loss_value, CRFScores(d_scores[0], None, *d_scores[1:])
+
+    def _gold_ids(self, examples: List[Example], width: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Gold label ids (-1: unknown) and excluded ids (-1: none), (B, width)."""
+        index = {label: i for i, label in enumerate(self.labels)}
+        gold_attr = TARGETS[self.cfg["target"]][1]
+        tags = numpy.full((len(examples), width), -1, dtype="int64")
+        excluded = numpy.full((len(examples), width), -1, dtype="int64")
+        for i, eg in enumerate(examples):
+            for j, value in enumerate(eg.get_aligned(gold_attr, as_string=True)):
+                if not value:
+                    continue
+                if value in index:
+                    tags[i, j] = index[value]
+                elif value.startswith("!"):
+                    excluded[i, j] = index.get(value[1:], -1)
+                else:
+                    raise ValueError(
+                        Errors.E003.format(name=self.name, label=value, n_labels=len(index))
+                    )
+        return tags, excluded
+
+    # Serialization: the config's sizes go first, then the weights.
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
+        """Load the component from a bytestring; on failure it is left unchanged.
+
+        bytes_data (bytes): the data, from `to_bytes`.
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        RETURNS (CRFTagger): the component.
+        """
+        self._validate_serialization_attrs()
+        loaded: Dict[str, Any] = {}
+        readers = {
+            "cfg": lambda b: loaded.__setitem__("cfg", srsly.json_loads(b)),
+            "vocab": lambda b: loaded.__setitem__("vocab", b),
+            "model": lambda b: loaded.__setitem__("model", b),
+        }
+        try:
+            util.from_bytes(bytes_data, readers, exclude)
+        except Exception as e:
+            raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
+        self._load(loaded.get("cfg"), loaded.get("model"))
+        if "vocab" in loaded:
+            self.vocab.from_bytes(loaded["vocab"], exclude=exclude)
+        return self
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
+        """Load the component from a directory; on failure it is left unchanged.
+
+        path (Union[str, Path]): the directory, from `to_disk`.
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        RETURNS (CRFTagger): the component.
+        """
+        self._validate_serialization_attrs()
+        path = util.ensure_path(path)
+        exclude = set(exclude)
+        try:
+            cfg = None if "cfg" in exclude else srsly.read_json(path / "cfg")
+            model_bytes = None if "model" in exclude else (path / "model").read_bytes()
+        except Exception as e:
+            raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
+        self._load(cfg, model_bytes)
+        if "vocab" not in exclude:
+            self.vocab.from_disk(path / "vocab", exclude=exclude)
+        return self
+
+    def _load(self, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes]) -> None:
+        """Apply cfg, rebuild the CRF layer to its sizes, load the weights."""
+        if model_bytes is not None:
+            try:
+                srsly.msgpack_loads(model_bytes)
+            except Exception as e:
+                raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
+        if cfg is not None and not (
+            isinstance(cfg, dict) and isinstance(cfg.get("labels", []), list)
+        ):
+            raise ValueError(Errors.E007.format(name=self.name, reason="invalid cfg"))
+        layer = self._crf_layer
+        backup_cfg = copy.deepcopy(self.cfg)
+        backup_model = self.model.to_bytes() if layer.layers else None
+        try:
+            if cfg is not None:
+                self.cfg.update(cfg)
+            self._build_from_cfg()
+            if model_bytes is not None:
+                self.model.from_bytes(model_bytes)
+        except Exception as e:
+            self.cfg = backup_cfg
+            layer.layers.clear()
+            if backup_model is not None:
+                self._build_from_cfg()
+                self.model.from_bytes(backup_model)
+            raise ValueError(Errors.E008.format(name=self.name, detail=repr(e))) from e
+
+    def _build_from_cfg(self) -> None:
+        layer = self._crf_layer
+        n_labels, width = len(self.labels), self.cfg.get("input_width")
+        if not n_labels or not width:
+            return  # an untrained component: nothing to build yet
+        if layer.layers and (layer.get_dim("nO"), layer.get_dim("nI")) != (n_labels, width):
+            layer.layers.clear()
+        layer.set_dim("nO", n_labels, force=True)
+        layer.set_dim("nI", width, force=True)
+        build_crf_layer(layer)

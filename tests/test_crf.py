@@ -1,0 +1,224 @@
+"""The CRF maths against brute-force enumeration of every label path."""
+import itertools
+
+import pytest
+import torch
+
+from spacy_crf.nn import (
+    CRFScores,
+    allowed_from_tags,
+    log_partition,
+    negative_log_likelihood,
+    path_score,
+    viterbi_decode,
+)
+
+
+def random_batch(seed, lengths, n_labels, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    B, T = len(lengths), max(max(lengths), 1)
+    lengths_t = torch.tensor(lengths)
+    return CRFScores(
+        torch.randn(B, T, n_labels, generator=gen, dtype=dtype) * 2,
+        torch.arange(T) < lengths_t[:, None],
+        torch.randn(n_labels, n_labels, generator=gen, dtype=dtype),
+        torch.randn(n_labels, generator=gen, dtype=dtype),
+        torch.randn(n_labels, generator=gen, dtype=dtype),
+    )
+
+
+def brute_score(scores, b, path):
+    """Score(x, y) written out term by term, for sequence b."""
+    emissions, _, transitions, start, end = scores
+    total = start[path[0]] + end[path[-1]]
+    for t, label in enumerate(path):
+        total = total + emissions[b, t, label]
+    for prev, nxt in zip(path, path[1:]):
+        total = total + transitions[prev, nxt]
+    return float(total)
+
+
+def all_paths(length, n_labels):
+    return list(itertools.product(range(n_labels), repeat=length))
+
+
+def brute_log_z(scores, b, length, allowed=None):
+    K = scores.emissions.shape[2]
+    values = [
+        brute_score(scores, b, path)
+        for path in all_paths(length, K)
+        if allowed is None or all(allowed[b, t, y] for t, y in enumerate(path))
+    ]
+    return float(torch.logsumexp(torch.tensor(values, dtype=torch.float64), 0))
+
+
+CASES = [
+    (seed, lengths, n_labels)
+    for seed, (lengths, n_labels) in enumerate(
+        [
+            ([1], 1),
+            ([1], 3),
+            ([5], 2),
+            ([3, 1, 5, 2], 3),
+            ([1, 1, 1], 4),
+            ([4, 5, 3, 2, 1], 3),
+            ([2, 0, 3], 3),
+            ([5, 4], 4),
+        ]
+        * 4
+    )
+]
+
+
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES)
+def test_log_partition_and_path_score_equal_brute_force(seed, lengths, n_labels):
+    scores = random_batch(seed, lengths, n_labels)
+    log_z = log_partition(scores)
+    gen = torch.Generator().manual_seed(seed + 1000)
+    tags = torch.randint(n_labels, scores.mask.shape, generator=gen)
+    got_scores = path_score(scores, tags)
+    for b, length in enumerate(lengths):
+        if length == 0:
+            assert log_z[b] == 0 and got_scores[b] == 0
+            continue
+        assert float(log_z[b]) == pytest.approx(brute_log_z(scores, b, length), abs=1e-9)
+        expected = brute_score(scores, b, tags[b, :length].tolist())
+        assert float(got_scores[b]) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES)
+def test_nll_equals_brute_force(seed, lengths, n_labels):
+    scores = random_batch(seed, lengths, n_labels)
+    gen = torch.Generator().manual_seed(seed + 2000)
+    tags = torch.randint(n_labels, scores.mask.shape, generator=gen)
+    nll = negative_log_likelihood(scores, allowed_from_tags(tags, n_labels))
+    for b, length in enumerate(lengths):
+        if length == 0:
+            assert nll[b] == 0
+            continue
+        expected = brute_log_z(scores, b, length) - brute_score(
+            scores, b, tags[b, :length].tolist()
+        )
+        assert float(nll[b]) == pytest.approx(expected, abs=1e-9)
+        assert float(nll[b]) >= 0
+
+
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES)
+def test_partial_label_nll_equals_brute_force(seed, lengths, n_labels):
+    scores = random_batch(seed, lengths, n_labels)
+    gen = torch.Generator().manual_seed(seed + 3000)
+    tags = torch.randint(n_labels, scores.mask.shape, generator=gen)
+    unknown = torch.rand(scores.mask.shape, generator=gen) < 0.5
+    tags = tags.masked_fill(unknown, -1)
+    excluded = torch.randint(n_labels, scores.mask.shape, generator=gen)
+    excluded = excluded.masked_fill(~unknown | (torch.rand(unknown.shape, generator=gen) < 0.5), -1)
+    if n_labels == 1:
+        excluded.fill_(-1)
+    allowed = allowed_from_tags(tags, n_labels, excluded=excluded)
+    nll = negative_log_likelihood(scores, allowed)
+    for b, length in enumerate(lengths):
+        if length == 0:
+            assert nll[b] == 0
+            continue
+        expected = brute_log_z(scores, b, length) - brute_log_z(
+            scores, b, length, allowed
+        )
+        assert float(nll[b]) == pytest.approx(expected, abs=1e-9)
+
+
+def test_nll_is_zero_without_known_labels():
+    scores = random_batch(0, [3, 1, 4], 3)
+    allowed = torch.ones_like(scores.emissions, dtype=torch.bool)
+    assert torch.equal(negative_log_likelihood(scores, allowed), torch.zeros(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES)
+def test_viterbi_equals_brute_force(seed, lengths, n_labels):
+    scores = random_batch(seed, lengths, n_labels)
+    paths, best = viterbi_decode(scores)
+    assert paths.shape == scores.mask.shape and paths.dtype == torch.long
+    for b, length in enumerate(lengths):
+        if length == 0:
+            assert best[b] == 0
+            continue
+        candidates = all_paths(length, n_labels)
+        values = [brute_score(scores, b, p) for p in candidates]
+        top = max(range(len(values)), key=values.__getitem__)
+        assert tuple(paths[b, :length].tolist()) == candidates[top]
+        assert float(best[b]) == pytest.approx(values[top], abs=1e-9)
+        # padded steps repeat the last label: backtracking began at this
+        # sequence's own last token
+        assert set(paths[b, length - 1 :].tolist()) == {paths[b, length - 1].item()}
+
+
+def test_viterbi_matches_unpadded_decoding():
+    scores = random_batch(7, [6, 2, 9, 1, 4], 5, dtype=torch.float32)
+    paths, best = viterbi_decode(scores)
+    for b, length in enumerate(scores.mask.sum(1).tolist()):
+        single = CRFScores(
+            scores.emissions[b : b + 1, :length],
+            scores.mask[b : b + 1, :length],
+            *scores[2:],
+        )
+        alone, alone_best = viterbi_decode(single)
+        assert torch.equal(alone[0], paths[b, :length])
+        assert torch.allclose(alone_best[0], best[b])
+
+
+def test_float32_and_float16_inputs_are_computed_in_float32():
+    scores = random_batch(3, [4, 2], 3, dtype=torch.float32)
+    half = CRFScores(scores.emissions.half(), *scores[1:])
+    assert log_partition(half).dtype == torch.float32
+    assert viterbi_decode(half)[1].dtype == torch.float32
+
+
+def test_empty_time_axis():
+    scores = random_batch(0, [0, 0], 3)
+    scores = CRFScores(scores.emissions[:, :0], scores.mask[:, :0], *scores[2:])
+    paths, best = viterbi_decode(scores)
+    assert paths.shape == (2, 0)
+    assert torch.equal(log_partition(scores), torch.zeros(2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_gradcheck_nll(partial):
+    scores = random_batch(11, [3, 1, 2], 3)
+    gen = torch.Generator().manual_seed(5)
+    tags = torch.randint(3, scores.mask.shape, generator=gen)
+    if partial:
+        tags[0, 1] = -1
+        tags[2, 0] = -1
+    allowed = allowed_from_tags(tags, 3)
+    inputs = tuple(
+        t.detach().clone().requires_grad_(True)
+        for t in (scores.emissions, scores.transitions, scores.start, scores.end)
+    )
+
+    def loss(emissions, transitions, start, end):
+        return negative_log_likelihood(
+            CRFScores(emissions, scores.mask, transitions, start, end), allowed
+        )
+
+    assert torch.autograd.gradcheck(loss, inputs)
+
+
+def test_emission_gradient_is_marginals_minus_gold():
+    """d NLL / d emissions = expected counts - observed counts."""
+    lengths, K = [3, 2], 3
+    scores = random_batch(2, lengths, K)
+    tags = torch.tensor([[0, 2, 1], [1, 1, 0]])
+    emissions = scores.emissions.clone().requires_grad_(True)
+    nll = negative_log_likelihood(
+        CRFScores(emissions, *scores[1:]), allowed_from_tags(tags, K)
+    )
+    (grad,) = torch.autograd.grad(nll.sum(), emissions)
+    for b, length in enumerate(lengths):
+        log_z = brute_log_z(scores, b, length)
+        marginals = torch.zeros(length, K, dtype=torch.float64)
+        for path in all_paths(length, K):
+            p = torch.exp(torch.tensor(brute_score(scores, b, path) - log_z))
+            for t, y in enumerate(path):
+                marginals[t, y] += p
+        gold = torch.nn.functional.one_hot(tags[b, :length], K).double()
+        assert torch.allclose(grad[b, :length], marginals - gold, atol=1e-9)
+        assert torch.all(grad[b, length:] == 0)
