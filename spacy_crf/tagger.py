@@ -16,6 +16,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.model import deserialize_attr
 
 from .architectures import build_crf_layer
 from .errors import Errors
@@ -205,6 +206,8 @@ class CRFTagger(TrainablePipe):
         docs = list(docs)
         if not any(len(doc) for doc in docs):
             return [numpy.zeros((0,), dtype="int64") for _ in docs]
+        if not self._crf_layer.layers:
+            raise ValueError(Errors.E009.format(name=self.name))
         paths, _ = viterbi_decode(self.model.predict(docs))
         paths = paths.cpu().numpy()  # the batch's one device-to-host copy
         return [paths[i, : len(doc)] for i, doc in enumerate(docs)]
@@ -370,10 +373,17 @@ class CRFTagger(TrainablePipe):
         return self
 
     def _load(self, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes]) -> None:
-        """Apply cfg, rebuild the CRF layer to its sizes, load the weights."""
+        """Apply cfg, rebuild the CRF layer to its sizes, load the weights.
+
+        Everything is checked before the component changes; if loading still
+        fails, the previous cfg, attributes and weights are put back.
+        """
+        msg = None
         if model_bytes is not None:
             try:
-                srsly.msgpack_loads(model_bytes)
+                msg = srsly.msgpack_loads(model_bytes)
+                if not isinstance(msg, dict) or "nodes" not in msg:
+                    raise ValueError("no Thinc model in the data")
             except Exception as e:
                 raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
         if cfg is not None and not (
@@ -381,21 +391,44 @@ class CRFTagger(TrainablePipe):
         ):
             raise ValueError(Errors.E007.format(name=self.name, reason="invalid cfg"))
         layer = self._crf_layer
+        nodes = list(self.model.walk())
+        backup_attrs = [dict(node.attrs) for node in nodes]
         backup_cfg = copy.deepcopy(self.cfg)
         backup_model = self.model.to_bytes() if layer.layers else None
         try:
             if cfg is not None:
                 self.cfg.update(cfg)
             self._build_from_cfg()
-            if model_bytes is not None:
-                self.model.from_bytes(model_bytes)
+            if msg is not None:
+                self._check_compatible(msg)
+                self.model.from_dict(msg)
         except Exception as e:
+            for node, attrs in zip(nodes, backup_attrs):
+                node.attrs.clear()
+                node.attrs.update(attrs)
             self.cfg = backup_cfg
-            layer.layers.clear()
+            self._build_from_cfg()
             if backup_model is not None:
-                self._build_from_cfg()
                 self.model.from_bytes(backup_model)
-            raise ValueError(Errors.E008.format(name=self.name, detail=repr(e))) from e
+            else:
+                layer.layers.clear()
+            raise ValueError(Errors.E008.format(name=self.name, detail=str(e))) from e
+
+    def _check_compatible(self, msg: Dict[str, Any]) -> None:
+        """Raise ValueError saying how the saved model differs from this one."""
+        nodes = list(self.model.walk())
+        if len(msg["nodes"]) != len(nodes):
+            raise ValueError(
+                f"the file holds {len(msg['nodes'])} layers, the config builds {len(nodes)}"
+            )
+        layer = self._crf_layer
+        index = next(i for i, node in enumerate(nodes) if node is layer)
+        for key, saved in msg["attrs"][index].items():
+            saved = deserialize_attr(layer.attrs.get(key), saved, key, layer)
+            if key in layer.attrs and saved != layer.attrs[key]:
+                raise ValueError(f"{key} is {saved!r} in the file, {layer.attrs[key]!r} in the config")
+        if not self.model.can_from_dict(msg, strict=False):
+            raise ValueError("the layer sizes in the file differ from the config's")
 
     def _build_from_cfg(self) -> None:
         layer = self._crf_layer

@@ -1,0 +1,448 @@
+"""crf_tagger as a spaCy component: training, prediction, serialization."""
+import numpy
+import pytest
+import spacy
+import torch
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_crf import CRFTagger
+from spacy_crf.nn import CRFScores
+
+TRAIN_DATA = [
+    ("I like green eggs", {"tags": ["N", "V", "J", "N"]}),
+    ("Eat blue ham", {"tags": ["V", "J", "N"]}),
+    ("eggs", {"tags": ["N"]}),
+]
+UPOS_DATA = [
+    ("I like green eggs", {"pos": ["PRON", "VERB", "ADJ", "NOUN"]}),
+    ("Eat blue ham", {"pos": ["VERB", "ADJ", "NOUN"]}),
+]
+TEST_TEXTS = ["I like blue ham", "Eat green eggs", "eggs", "", "I like green eggs and ham"]
+
+SMALL_MODEL = {
+    "@architectures": "spacy_crf.BiLSTMCRF.v1",
+    "hidden_width": 16,
+    "depth": 1,
+    "dropout": 0.0,
+    "crf": True,
+    "tok2vec": {
+        "@architectures": "spacy.HashEmbedCNN.v2",
+        "pretrained_vectors": None,
+        "width": 32,
+        "depth": 2,
+        "embed_size": 500,
+        "window_size": 1,
+        "maxout_pieces": 3,
+        "subword_features": True,
+    },
+}
+
+
+def make_examples(nlp, data=TRAIN_DATA):
+    return [Example.from_dict(nlp.make_doc(text), annots) for text, annots in data]
+
+
+def make_nlp(model=None, **config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": model or SMALL_MODEL, **config})
+    return nlp
+
+
+def train(nlp, examples, steps=60):
+    optimizer = nlp.initialize(get_examples=lambda: examples)
+    losses = {}
+    for _ in range(steps):
+        losses = {}
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    return losses
+
+
+def model_weights(tagger):
+    """Every parameter of the component: Thinc params and torch state."""
+    weights = {}
+    for node in tagger.model.walk():
+        for name in node.param_names:
+            if node.has_param(name):
+                weights[f"{node.id}.{name}"] = numpy.asarray(node.get_param(name))
+        for shim in node.shims:
+            for key, value in shim._model.state_dict().items():
+                weights[f"torch.{key}"] = value.cpu().numpy()
+    return list(weights.values())
+
+
+def assert_same_weights(a, b):
+    wa, wb = model_weights(a), model_weights(b)
+    assert len(wa) == len(wb) > 0
+    for x, y in zip(wa, wb):
+        assert x.shape == y.shape
+        assert numpy.array_equal(x, y)
+
+
+def tags_of(nlp, texts, attr="tag_"):
+    return [[getattr(t, attr) for t in nlp(text)] for text in texts]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    nlp = make_nlp()
+    losses = train(nlp, make_examples(nlp))
+    return nlp, losses
+
+
+def test_overfitting_IO(trained, tmp_path):
+    nlp, losses = trained
+    assert losses["crf_tagger"] < 1.0  # summed over 8 tokens; ~9 at the start
+    for text, annots in TRAIN_DATA:
+        assert [t.tag_ for t in nlp(text)] == annots["tags"]
+    expected = tags_of(nlp, TEST_TEXTS)
+
+    nlp.to_disk(tmp_path)
+    nlp2 = spacy.load(tmp_path)
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
+    assert tags_of(nlp2, TEST_TEXTS) == expected
+
+    nlp3 = make_nlp()
+    nlp3.from_bytes(nlp.to_bytes())
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
+    assert tags_of(nlp3, TEST_TEXTS) == expected
+
+    for batch_size in (1, 2, 3, 64):
+        piped = [[t.tag_ for t in doc] for doc in nlp.pipe(TEST_TEXTS, batch_size=batch_size)]
+        assert piped == expected
+
+
+def test_component_serialization_roundtrip(trained, tmp_path):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    fresh = make_nlp().get_pipe("crf_tagger")
+    fresh.from_bytes(tagger.to_bytes())
+    assert fresh.labels == tagger.labels
+    assert fresh.cfg == tagger.cfg
+    assert_same_weights(tagger, fresh)
+    tagger.to_disk(tmp_path / "tagger")
+    fresh2 = make_nlp().get_pipe("crf_tagger").from_disk(tmp_path / "tagger")
+    assert_same_weights(tagger, fresh2)
+
+
+def test_labels_sorted_and_label_data(trained):
+    tagger = trained[0].get_pipe("crf_tagger")
+    assert tagger.labels == ("J", "N", "V")
+    assert tagger.label_data == ("J", "N", "V")
+    assert tagger.cfg["input_width"] == 32
+
+
+def test_initialize_with_labels_argument():
+    nlp = make_nlp()
+    examples = make_examples(nlp)
+    tagger = nlp.get_pipe("crf_tagger")
+    tagger.initialize(lambda: examples, nlp=nlp, labels=["V", "N", "J", "X"])
+    assert tagger.labels == ("V", "N", "J", "X")
+    assert tagger.model.get_ref("output_layer").get_dim("nO") == 4
+
+
+def test_reinitialize_rebuilds_for_new_labels():
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=2)
+    examples = make_examples(nlp, TRAIN_DATA + [("go", {"tags": ["Z"]})])
+    nlp.initialize(get_examples=lambda: examples)
+    tagger = nlp.get_pipe("crf_tagger")
+    assert tagger.labels == ("J", "N", "V", "Z")
+    nlp.update(examples)
+
+
+def test_predict_shapes_and_empty_docs(trained):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc(t) for t in ["", "eggs", "", "I like green eggs"]]
+    guesses = tagger.predict(docs)
+    assert [len(g) for g in guesses] == [0, 1, 0, 4]
+    assert tagger.predict([nlp.make_doc(""), nlp.make_doc("")]) != None  # noqa: E711
+    assert [len(g) for g in tagger.predict([nlp.make_doc("")] * 3)] == [0, 0, 0]
+    assert tagger.predict([]) == []
+    assert [t.tag_ for t in nlp("")] == []
+    assert all(t.tag_ in tagger.labels for t in nlp("   eggs  \n\n ham !"))
+
+
+def test_update_with_only_empty_docs_is_a_no_op():
+    nlp = make_nlp()
+    optimizer = nlp.initialize(get_examples=lambda: make_examples(nlp))
+    examples = [Example.from_dict(nlp.make_doc(""), {"tags": []})]
+    assert nlp.update(examples, sgd=optimizer, losses={}) == {"crf_tagger": 0.0}
+
+
+def test_scores_are_torch_tensors_on_model_device(trained):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    scores = tagger.model.predict([nlp.make_doc("I like eggs"), nlp.make_doc("ham")])
+    assert isinstance(scores, CRFScores)
+    assert scores.emissions.shape == (2, 3, 3)
+    assert scores.mask.tolist() == [[True, True, True], [True, False, False]]
+
+
+def test_missing_tags_contribute_no_loss():
+    nlp = make_nlp()
+    nlp.initialize(get_examples=lambda: make_examples(nlp))
+    tagger = nlp.get_pipe("crf_tagger")
+    unannotated = [Example(nlp.make_doc("I like ham"), nlp.make_doc("I like ham"))]
+    scores = tagger.model.predict([eg.predicted for eg in unannotated])
+    loss, d_scores = tagger.get_loss(unannotated, scores)
+    assert loss == 0.0
+    assert torch.count_nonzero(d_scores.emissions) == 0
+    assert torch.count_nonzero(d_scores.transitions) == 0
+
+
+def test_partial_annotation_trains_on_known_tags_only():
+    nlp = make_nlp()
+    partial = [
+        ("I like green eggs", {"tags": ["N", "", "J", ""]}),
+        ("Eat blue ham", {"tags": ["V", "J", "N"]}),
+    ]
+    examples = make_examples(nlp, partial)
+    train(nlp, examples, steps=40)
+    tagger = nlp.get_pipe("crf_tagger")
+    assert tagger.labels == ("J", "N", "V")
+    doc = nlp("I like green eggs")
+    assert doc[0].tag_ == "N" and doc[2].tag_ == "J"
+    # the gradient for an unknown token is its marginal minus the marginal
+    # under the gold constraint: no one-hot target is invented for it
+    scores = tagger.model.predict([eg.predicted for eg in examples])
+    _, d_scores = tagger.get_loss(examples, scores)
+    assert torch.allclose(d_scores.emissions.sum(-1), torch.zeros(2, 4, dtype=d_scores.emissions.dtype), atol=1e-5)
+
+
+def test_misaligned_gold_tokens_are_missing_values():
+    nlp = make_nlp()
+    examples = make_examples(nlp)
+    nlp.initialize(get_examples=lambda: examples)
+    tagger = nlp.get_pipe("crf_tagger")
+    predicted = nlp.make_doc("I like greeneggs")
+    reference = Doc(nlp.vocab, words=["I", "like", "green", "eggs"], tags=["N", "V", "J", "N"])
+    tags, _ = tagger._gold_ids([Example(predicted, reference)], 3)
+    assert tags.tolist() == [[1, 2, -1]]
+    losses = nlp.update([Example(predicted, reference)])
+    assert numpy.isfinite(losses["crf_tagger"])
+
+
+def test_negative_labels_exclude_a_tag():
+    nlp = make_nlp()
+    examples = make_examples(nlp)
+    nlp.initialize(get_examples=lambda: examples)
+    tagger = nlp.get_pipe("crf_tagger")
+    reference = Doc(nlp.vocab, words=["eggs", "ham"], tags=["!N", "N"])
+    tags, excluded = tagger._gold_ids([Example(nlp.make_doc("eggs ham"), reference)], 2)
+    assert tags.tolist() == [[-1, 1]]
+    assert excluded.tolist() == [[1, -1]]
+
+
+def test_unknown_gold_label_raises(trained):
+    nlp, _ = trained
+    eg = Example.from_dict(nlp.make_doc("eggs"), {"tags": ["UNSEEN"]})
+    with pytest.raises(ValueError, match=r"\[E003\].*UNSEEN"):
+        nlp.update([eg])
+
+
+def test_add_label_after_initialize_raises(trained):
+    tagger = trained[0].get_pipe("crf_tagger")
+    assert tagger.add_label("N") == 0
+    with pytest.raises(ValueError, match=r"\[E004\]"):
+        tagger.add_label("NEW")
+    with pytest.raises(ValueError, match=r"\[E010\]"):
+        tagger.add_label(3)
+
+
+def test_no_labels_raises():
+    nlp = make_nlp()
+    examples = [Example.from_dict(nlp.make_doc("no tags here"), {})]
+    with pytest.raises(ValueError, match=r"\[E005\]"):
+        nlp.initialize(get_examples=lambda: examples)
+
+
+def test_prediction_before_initialize_raises():
+    nlp = make_nlp()
+    with pytest.raises(ValueError, match=r"\[E009\]"):
+        nlp.get_pipe("crf_tagger").predict([nlp.make_doc("eggs")])
+    with pytest.raises(ValueError, match=r"initialize"):
+        nlp("eggs")
+
+
+def test_unknown_target_raises():
+    with pytest.raises(ValueError, match=r"\[E001\]"):
+        make_nlp(target="lemma")
+
+
+def test_target_pos_writes_upos_and_scores_pos_acc():
+    nlp = make_nlp(target="pos")
+    examples = make_examples(nlp, UPOS_DATA)
+    train(nlp, examples, steps=50)
+    doc = nlp("I like green eggs")
+    assert [t.pos_ for t in doc] == ["PRON", "VERB", "ADJ", "NOUN"]
+    assert all(t.tag_ == "" for t in doc)
+    scores = nlp.evaluate(examples)
+    assert scores["pos_acc"] == 1.0
+    with pytest.raises(ValueError, match=r"\[E002\]"):
+        nlp.get_pipe("crf_tagger").add_label("NN")
+
+
+def test_scorer_reports_tag_acc(trained):
+    nlp, _ = trained
+    scores = nlp.evaluate(make_examples(nlp))
+    assert scores["tag_acc"] == 1.0
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_overwrite(trained, overwrite):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    doc = Doc(nlp.vocab, words=["I", "like", "green", "eggs"], tags=["X", "", "", "Y"])
+    tagger.cfg["overwrite"] = overwrite
+    try:
+        doc = tagger(doc)
+    finally:
+        tagger.cfg["overwrite"] = False
+    expected = ["N", "V", "J", "N"] if overwrite else ["X", "V", "J", "Y"]
+    assert [t.tag_ for t in doc] == expected
+
+
+def test_annotation_keeps_other_attributes(trained):
+    nlp, _ = trained
+    doc = Doc(nlp.vocab, words=["I", "like", "eggs"], heads=[1, 1, 1], deps=["nsubj", "ROOT", "obj"], pos=["PRON", "VERB", "NOUN"])
+    doc.ents = [doc.char_span(7, 11, label="FOOD")]
+    doc = nlp.get_pipe("crf_tagger")(doc)
+    assert [t.dep_ for t in doc] == ["nsubj", "ROOT", "obj"]
+    assert [t.head.i for t in doc] == [1, 1, 1]
+    assert [t.pos_ for t in doc] == ["PRON", "VERB", "NOUN"]
+    assert [e.text for e in doc.ents] == ["eggs"]
+    assert [t.tag_ for t in doc] == ["N", "V", "N"]
+
+
+def test_crf_transitions_are_trained(trained):
+    tagger = trained[0].get_pipe("crf_tagger")
+    network = tagger.model.get_ref("output_layer").layers[0].shims[0]._model
+    assert torch.count_nonzero(network.transitions) > 0
+
+
+def test_softmax_ablation_keeps_transitions_at_zero():
+    nlp = make_nlp(model={**SMALL_MODEL, "crf": False})
+    train(nlp, make_examples(nlp), steps=40)
+    network = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]._model
+    assert torch.count_nonzero(network.transitions) == 0
+    assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+
+
+def test_depth_zero_is_a_crf_on_the_tok2vec():
+    nlp = make_nlp(model={**SMALL_MODEL, "depth": 0})
+    train(nlp, make_examples(nlp), steps=60)
+    network = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]._model
+    assert network.lstm is None
+    assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+
+
+def test_with_shared_tok2vec_listener(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec")
+    listener_model = {
+        **SMALL_MODEL,
+        "tok2vec": {"@architectures": "spacy.Tok2VecListener.v1", "width": 96, "upstream": "*"},
+    }
+    nlp.add_pipe("crf_tagger", config={"model": listener_model})
+    examples = make_examples(nlp)
+    train(nlp, examples, steps=60)
+    assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+    expected = tags_of(nlp, TEST_TEXTS)
+    nlp.to_disk(tmp_path)
+    nlp2 = spacy.load(tmp_path)
+    assert tags_of(nlp2, TEST_TEXTS) == expected
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
+
+
+def test_hash_char_embed_config(tmp_path):
+    model = {
+        **SMALL_MODEL,
+        "tok2vec": {
+            "@architectures": "spacy.Tok2Vec.v2",
+            "embed": {
+                "@architectures": "spacy_crf.HashCharEmbed.v1",
+                "width": 32,
+                "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
+                "rows": [500, 100, 200, 200],
+                "nM": 8,
+                "nC": 4,
+                "include_static_vectors": False,
+            },
+            "encode": {
+                "@architectures": "spacy.MaxoutWindowEncoder.v2",
+                "width": 32,
+                "depth": 1,
+                "window_size": 1,
+                "maxout_pieces": 3,
+            },
+        },
+    }
+    nlp = make_nlp(model=model)
+    train(nlp, make_examples(nlp), steps=60)
+    assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+    nlp.to_disk(tmp_path)
+    assert tags_of(spacy.load(tmp_path), TEST_TEXTS) == tags_of(nlp, TEST_TEXTS)
+
+
+def test_corrupt_model_bytes_leave_component_unchanged(trained):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    before = tags_of(nlp, TEST_TEXTS)
+    data = tagger.to_bytes()
+    for bad in (b"", b"not msgpack at all", data[: len(data) // 2]):
+        with pytest.raises(ValueError, match=r"\[E007\]"):
+            tagger.from_bytes(bad)
+        assert tags_of(nlp, TEST_TEXTS) == before
+
+
+def test_mismatched_config_leaves_component_unchanged(trained, tmp_path):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    before = tags_of(nlp, TEST_TEXTS)
+    other = make_nlp(model={**SMALL_MODEL, "hidden_width": 8})
+    train(other, make_examples(other), steps=1)
+    with pytest.raises(ValueError, match=r"\[E008\]"):
+        tagger.from_bytes(other.get_pipe("crf_tagger").to_bytes())
+    assert tags_of(nlp, TEST_TEXTS) == before
+    assert tagger.cfg["input_width"] == 32
+    # a model trained with other labels: the weights do not fit the label count
+    (tmp_path / "t").mkdir()
+    tagger.to_disk(tmp_path / "t")
+    fresh = make_nlp(model={**SMALL_MODEL, "hidden_width": 8}).get_pipe("crf_tagger")
+    with pytest.raises(ValueError, match=r"\[E008\]"):
+        fresh.from_disk(tmp_path / "t")
+    assert fresh.labels == ()
+
+
+def test_missing_model_file_raises(trained, tmp_path):
+    tagger = trained[0].get_pipe("crf_tagger")
+    tagger.to_disk(tmp_path)
+    (tmp_path / "model").unlink()
+    with pytest.raises(ValueError, match=r"\[E007\]"):
+        make_nlp().get_pipe("crf_tagger").from_disk(tmp_path)
+
+
+def test_direct_construction():
+    nlp = spacy.blank("en")
+    model = spacy.registry.resolve({"model": SMALL_MODEL})["model"]
+    tagger = CRFTagger(nlp.vocab, model)
+    assert tagger.name == "crf_tagger" and tagger.labels == ()
+
+
+@pytest.mark.gpu
+def test_training_and_decoding_on_gpu():
+    from thinc.api import require_gpu, use_ops
+
+    require_gpu()
+    try:
+        nlp = make_nlp()
+        losses = train(nlp, make_examples(nlp), steps=60)
+        tagger = nlp.get_pipe("crf_tagger")
+        scores = tagger.model.predict([nlp.make_doc("I like eggs")])
+        assert scores.emissions.is_cuda and scores.mask.is_cuda
+        assert losses["crf_tagger"] < 1.0  # summed over 8 tokens; ~9 at the start
+        assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+    finally:
+        use_ops("numpy")
