@@ -1,0 +1,67 @@
+"""The shipped configs train with `spacy train` as they are."""
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+from thinc.api import Config
+
+CONFIGS = Path(__file__).parent.parent / "configs"
+SENTENCES = [
+    (["I", "like", "green", "eggs", "."], ["PRP", "VBP", "JJ", "NNS", "."]),
+    (["Eat", "blue", "ham", "!"], ["VB", "JJ", "NN", "."]),
+    (["They", "eat", "ham", "."], ["PRP", "VBP", "NN", "."]),
+    (["Green", "ham", "is", "blue", "."], ["JJ", "NN", "VBZ", "JJ", "."]),
+]
+
+
+def write_docbin(path):
+    vocab = spacy.blank("en").vocab
+    docs = [Doc(vocab, words=words, tags=tags) for words, tags in SENTENCES * 3]
+    DocBin(docs=docs).to_disk(path)
+
+
+def run_spacy(*args, cwd=None):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", *args], capture_output=True, text=True, env=env, cwd=cwd
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_cpu_config_is_complete(tmp_path):
+    """`spacy init fill-config` adds nothing: every setting is explicit."""
+    init_config = importlib.import_module("spacy.cli.init_config")
+    init_config.fill_config(tmp_path / "filled.cfg", CONFIGS / "cpu.cfg", silent=True)
+    shipped = Config().from_disk(CONFIGS / "cpu.cfg", interpolate=False)
+    filled = Config().from_disk(tmp_path / "filled.cfg", interpolate=False)
+    assert shipped == filled
+    nlp = spacy.util.load_model_from_config(spacy.util.load_config(CONFIGS / "cpu.cfg"))
+    assert nlp.pipe_names == ["crf_tagger"]
+
+
+@pytest.mark.slow
+def test_spacy_train_with_cpu_config(tmp_path):
+    write_docbin(tmp_path / "train.spacy")
+    run_spacy(
+        "train", str(CONFIGS / "cpu.cfg"),
+        "--output", str(tmp_path / "out"),
+        "--paths.train", str(tmp_path / "train.spacy"),
+        "--paths.dev", str(tmp_path / "train.spacy"),
+        "--training.max_steps", "30",
+        "--training.eval_frequency", "10",
+    )
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    doc = nlp("I like green ham .")
+    labels = set(nlp.get_pipe("crf_tagger").labels)
+    assert labels == {tag for _, tags in SENTENCES for tag in tags}
+    assert all(token.tag_ in labels for token in doc)
+    output = run_spacy(
+        "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy")
+    )
+    assert "TAG" in output

@@ -1,0 +1,39 @@
+"""Registered names resolve, and entry points find them in a fresh process."""
+import subprocess
+import sys
+
+import pytest
+import spacy
+
+import spacy_crf  # noqa: F401
+
+REGISTERED = [
+    ("architectures", "spacy_crf.BiLSTMCRF.v1"),
+    ("architectures", "spacy_crf.HashCharEmbed.v1"),
+    ("scorers", "spacy_crf.crf_tagger_scorer.v1"),
+]
+
+
+@pytest.mark.parametrize("registry_name,func_name", REGISTERED)
+def test_registered_names_resolve(registry_name, func_name):
+    assert callable(getattr(spacy.registry, registry_name).get(func_name))
+
+
+def test_factory_is_registered():
+    assert "crf_tagger" in spacy.registry.factories
+
+
+def test_entry_points_work_without_importing_spacy_crf():
+    code = (
+        "import sys, spacy\n"
+        "nlp = spacy.blank('en')\n"
+        "nlp.add_pipe('crf_tagger')\n"
+        "for kind, name in [('architectures', 'spacy_crf.BiLSTMCRF.v1'),"
+        " ('architectures', 'spacy_crf.HashCharEmbed.v1'),"
+        " ('scorers', 'spacy_crf.crf_tagger_scorer.v1')]:\n"
+        "    getattr(spacy.registry, kind).get(name)\n"
+        "print(nlp.pipe_names)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "['crf_tagger']" in result.stdout
