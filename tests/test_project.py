@@ -1,0 +1,114 @@
+"""The spaCy project end to end on a tiny treebank, and its packaged wheel in a
+fresh virtual environment."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+PROJECT_FILES = ["project.yml", "configs", "scripts", "benchmarks"]
+
+SENTENCES = [
+    [("I", "PRON", "PRP"), ("like", "VERB", "VBP"), ("green", "ADJ", "JJ"), ("eggs", "NOUN", "NNS"), (".", "PUNCT", ".")],
+    [("Eat", "VERB", "VB"), ("blue", "ADJ", "JJ"), ("ham", "NOUN", "NN"), ("!", "PUNCT", ".")],
+    [("They", "PRON", "PRP"), ("do", "AUX", "VBP"), ("n't", "PART", "RB"), ("eat", "VERB", "VB"), ("ham", "NOUN", "NN")],
+]
+
+
+def conllu(sentences):
+    lines = []
+    for n, sentence in enumerate(sentences):
+        lines.append(f"# sent_id = s{n}")
+        lines.append("# text = " + " ".join(word for word, _, _ in sentence))
+        for i, (word, upos, xpos) in enumerate(sentence, start=1):
+            head = 0 if i == 1 else 1
+            deprel = "root" if i == 1 else "dep"
+            lines.append(f"{i}\t{word}\t{word.lower()}\t{upos}\t{xpos}\t_\t{head}\t{deprel}\t_\t_")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def run(args, cwd, check=True):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env)
+    if check:
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A copy of the project that ran `all` on a tiny treebank."""
+    root = tmp_path_factory.mktemp("project")
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name)
+        else:
+            shutil.copy(source, root / name)
+    treebank = tmp_path_factory.mktemp("treebank")
+    (treebank / "en_ewt-ud-train.conllu").write_text(conllu(SENTENCES * 8))
+    (treebank / "en_ewt-ud-dev.conllu").write_text(conllu(SENTENCES * 2))
+    run(
+        [sys.executable, "-m", "spacy", "project", "run", "all", ".",
+         "--vars.treebank_dir", str(treebank), "--vars.max_steps", "20", "--vars.n_sents", "2"],
+        cwd=root,
+    )
+    return root
+
+
+@pytest.mark.slow
+def test_workflow_all_writes_metrics_speed_and_wheel(project):
+    scores = json.loads((project / "metrics" / "cpu.json").read_text())
+    assert 0.0 <= scores["tag_acc"] <= 1.0
+    speed = json.loads((project / "metrics" / "cpu-speed.json").read_text())
+    assert speed["words_per_second"] > 0 and speed["n_words"] == 28
+    train_time = json.loads((project / "training" / "cpu" / "train_time.json").read_text())
+    assert train_time["train_seconds"] > 0
+    table = run([sys.executable, "scripts/results_table.py", "metrics"], cwd=project).stdout
+    assert "crf_tagger, CPU config" in table
+    wheels = list((project / "packages").glob("*/dist/en_crf_tagger_ewt-0.1.0-py3-none-any.whl"))
+    assert len(wheels) == 1
+    meta = json.loads(next((project / "packages").glob("*/meta.json")).read_text())
+    assert any(req.startswith("spacy-crf") for req in meta["requirements"])
+
+
+@pytest.mark.slow
+def test_missing_treebank_gives_a_clear_message(project, tmp_path):
+    result = run(
+        [sys.executable, "-m", "spacy", "project", "run", "preprocess", ".",
+         "--vars.treebank_dir", str(tmp_path / "nowhere"), "--force"],
+        cwd=project, check=False,
+    )
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "Treebank not found" in output and "--vars.treebank_dir" in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.slow
+def test_packaged_model_loads_in_a_fresh_venv(project, tmp_path):
+    """pip install both wheels into a new venv; spacy.load finds the model."""
+    wheel_dir = tmp_path / "wheels"
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheel_dir), str(ROOT)], cwd=tmp_path)
+    model_wheel = next((project / "packages").glob("*/dist/*.whl"))
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    python = str(venv / "bin" / "python")
+    # torch first: the CPU build on local disk, not a multi-GB CUDA download
+    run([python, "-m", "pip", "install", "-q", "torch==2.13.0"], cwd=tmp_path)
+    run([python, "-m", "pip", "install", "-q", *map(str, wheel_dir.glob("*.whl")), str(model_wheel)], cwd=tmp_path)
+    code = (
+        "import spacy\n"
+        "nlp = spacy.load('en_crf_tagger_ewt')\n"
+        "doc = nlp('They like green eggs .')\n"
+        "labels = set(nlp.get_pipe('crf_tagger').labels)\n"
+        "assert len(doc) == 5 and all(t.tag_ in labels for t in doc), [t.tag_ for t in doc]\n"
+        "print('TAGS', [t.tag_ for t in doc])\n"
+    )
+    result = run([python, "-c", code], cwd=tmp_path)
+    assert "TAGS" in result.stdout
