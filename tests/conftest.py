@@ -6,8 +6,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from thinc.api import fix_random_seed  # noqa: E402
 
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every test starts from the same random state (numpy, Thinc, torch)."""
+    fix_random_seed(int(os.environ.get("SPACY_CRF_TEST_SEED", "0")))
 
 
 def pytest_collection_modifyitems(config, items):

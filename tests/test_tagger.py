@@ -306,14 +306,20 @@ def test_overwrite(trained, overwrite):
 
 def test_annotation_keeps_other_attributes(trained):
     nlp, _ = trained
-    doc = Doc(nlp.vocab, words=["I", "like", "eggs"], heads=[1, 1, 1], deps=["nsubj", "ROOT", "obj"], pos=["PRON", "VERB", "NOUN"])
-    doc.ents = [doc.char_span(7, 11, label="FOOD")]
+    doc = Doc(
+        nlp.vocab,
+        words=["I", "like", "green", "eggs"],
+        heads=[1, 1, 3, 1],
+        deps=["nsubj", "ROOT", "amod", "obj"],
+        pos=["PRON", "VERB", "ADJ", "NOUN"],
+    )
+    doc.ents = [doc.char_span(7, 17, label="FOOD")]
     doc = nlp.get_pipe("crf_tagger")(doc)
-    assert [t.dep_ for t in doc] == ["nsubj", "ROOT", "obj"]
-    assert [t.head.i for t in doc] == [1, 1, 1]
-    assert [t.pos_ for t in doc] == ["PRON", "VERB", "NOUN"]
-    assert [e.text for e in doc.ents] == ["eggs"]
-    assert [t.tag_ for t in doc] == ["N", "V", "N"]
+    assert [t.dep_ for t in doc] == ["nsubj", "ROOT", "amod", "obj"]
+    assert [t.head.i for t in doc] == [1, 1, 3, 1]
+    assert [t.pos_ for t in doc] == ["PRON", "VERB", "ADJ", "NOUN"]
+    assert [e.text for e in doc.ents] == ["green eggs"]
+    assert [t.tag_ for t in doc] == ["N", "V", "J", "N"]
 
 
 def test_crf_transitions_are_trained(trained):
