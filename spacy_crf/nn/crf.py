@@ -98,7 +98,11 @@ def path_score(scores: CRFScores, tags: torch.Tensor) -> torch.Tensor:
 
 
 def log_partition(scores: CRFScores) -> torch.Tensor:
-    """log Z(x) by the forward algorithm in log space.
+    """log Z(x) by the forward algorithm, with its exact gradient.
+
+    The gradient with respect to the emissions is the marginal probability of
+    each label at each token (forward-backward); those of transitions, start
+    and end are the expected transition, first- and last-label counts.
 
     RETURNS (Tensor): (B,) the log-sum-exp of Score(x, y) over all paths y.
     """
@@ -106,15 +110,77 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
         return emissions.new_zeros(emissions.shape[0], dtype=dtype)
-    emissions = emissions.to(dtype)
-    transitions = transitions.to(dtype)
-    alpha = start.to(dtype) + emissions[:, 0]  # shape: (B, K)
-    for t in range(1, emissions.shape[1]):
-        # shape: (B, K, K) -> (B, K)
-        step = torch.logsumexp(alpha.unsqueeze(2) + transitions, dim=1)
-        alpha = torch.where(mask[:, t, None], step + emissions[:, t], alpha)
-    log_z = torch.logsumexp(alpha + end.to(dtype), dim=1)
+    log_z = _LogPartition.apply(
+        emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype)
+    )
     return torch.where(mask[:, 0], log_z, torch.zeros_like(log_z))
+
+
+def _logmatmul(scores: torch.Tensor, exp_matrix: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """log(exp(scores) @ exp(matrix)) for exp_matrix = exp(matrix - shift).
+
+    Rescaling each row by its maximum keeps the product in range, and the step
+    is one BLAS call instead of a (B, K, K) log-sum-exp.
+    """
+    top = scores.max(dim=1, keepdim=True).values  # shape: (B, 1)
+    summed = torch.exp(scores - top) @ exp_matrix  # shape: (B, K)
+    return torch.log(summed.clamp_min_(torch.finfo(scores.dtype).tiny)).add_(top + shift)
+
+
+class _LogPartition(torch.autograd.Function):
+    """Forward algorithm with a hand-written forward-backward gradient."""
+
+    @staticmethod
+    def forward(ctx, emissions, mask, transitions, start, end):  # type: ignore[override]
+        B, T, K = emissions.shape
+        shift = transitions.max()
+        exp_transitions = torch.exp(transitions - shift)  # shape: (K, K)
+        alphas = emissions.new_empty(B, T, K)
+        alpha = start + emissions[:, 0]  # shape: (B, K)
+        alphas[:, 0] = alpha
+        for t in range(1, T):
+            step = _logmatmul(alpha, exp_transitions, shift).add_(emissions[:, t])
+            alpha = torch.where(mask[:, t, None], step, alpha)
+            alphas[:, t] = alpha
+        log_z = torch.logsumexp(alpha + end, dim=1)  # shape: (B,)
+        ctx.save_for_backward(emissions, mask, transitions, end, alphas, log_z)
+        return log_z
+
+    @staticmethod
+    def backward(ctx, grad_log_z):  # type: ignore[override]
+        emissions, mask, transitions, end, alphas, log_z = ctx.saved_tensors
+        B, T, K = emissions.shape
+        shift = transitions.max()
+        exp_transitions = torch.exp(transitions - shift)
+        # beta_t(i): log-sum of the scores of every continuation after label i
+        # at step t; padded steps carry beta back unchanged from the end.
+        betas = emissions.new_empty(B, T, K)
+        beta = end.expand(B, K)
+        betas[:, T - 1] = beta
+        exp_transitions_t = exp_transitions.t()
+        for t in range(T - 2, -1, -1):
+            step = _logmatmul(emissions[:, t + 1] + beta, exp_transitions_t, shift)
+            beta = torch.where(mask[:, t + 1, None], step, beta)
+            betas[:, t] = beta
+        g = grad_log_z[:, None, None]  # shape: (B, 1, 1)
+        marginals = torch.exp(alphas + betas - log_z[:, None, None])  # shape: (B, T, K)
+        grad_emissions = marginals * (mask[..., None] * g)
+        grad_start = (marginals[:, 0] * g[:, 0]).sum(0)
+        grad_end = (marginals[:, T - 1] * g[:, 0]).sum(0)
+        grad_transitions = torch.zeros_like(transitions)
+        if T > 1:
+            # expected transition counts: sum over b, t of
+            # exp(alpha_{t-1}(i) + trans(i, j) + emit_t(j) + beta_t(j) - log Z)
+            before = alphas[:, :-1]  # shape: (B, T-1, K)
+            after = emissions[:, 1:] + betas[:, 1:]
+            top_before = before.max(-1, keepdim=True).values
+            top_after = after.max(-1, keepdim=True).values
+            weight = torch.exp(top_before + top_after + shift - log_z[:, None, None])
+            weight = weight * (mask[:, 1:, None] * g)
+            left = (torch.exp(before - top_before) * weight).reshape(-1, K)
+            right = torch.exp(after - top_after).reshape(-1, K)
+            grad_transitions = exp_transitions * (left.t() @ right)
+        return grad_emissions, None, grad_transitions, grad_start, grad_end
 
 
 def negative_log_likelihood(
@@ -123,10 +189,9 @@ def negative_log_likelihood(
     """The CRF loss per sequence, with partial labels.
 
     NLL = log Z(x) - log sum_{y agreeing with the gold} exp Score(x, y).
-    With one allowed label per token this is log Z(x) - Score(x, y_gold); a
-    token whose gold label is unknown allows every label, so the gold term sums
-    over all paths that agree with the known labels. Both partition functions
-    run in one batched forward pass.
+    Where every token has one allowed label this is log Z(x) - Score(x, y_gold),
+    a gather; only sequences with a token whose gold label is unknown (all
+    labels allowed) or negative ("!TAG") need the second forward pass.
 
     allowed (Tensor): (B, T, K) bool, the labels each token may take.
     RETURNS (Tensor): (B,) non-negative NLL; 0 for a sequence with no known label.
@@ -138,24 +203,27 @@ def negative_log_likelihood(
         )
     dtype = _compute_dtype(emissions)
     emissions = emissions.to(dtype)
-    clamped = emissions.masked_fill(~allowed, NEG_INF)
-    both = CRFScores(
-        torch.cat([emissions, clamped]),
-        torch.cat([mask, mask]),
-        transitions,
-        start,
-        end,
-    )
-    log_z, log_z_gold = log_partition(both).chunk(2)
-    return log_z - log_z_gold
+    scores = CRFScores(emissions, mask, transitions, start, end)
+    log_z = log_partition(scores)
+    ambiguous = ((allowed.sum(-1) != 1) & mask).any(1)  # shape: (B,)
+    gold_score = path_score(scores, allowed.to(torch.uint8).argmax(-1))
+    rows = ambiguous.nonzero().squeeze(1)
+    if rows.numel():
+        clamped = emissions[rows].masked_fill(~allowed[rows], NEG_INF)
+        partial = log_partition(CRFScores(clamped, mask[rows], transitions, start, end))
+        gold_score = gold_score.index_put((rows,), partial)
+    return log_z - gold_score
 
 
 def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     """The highest-scoring path of every sequence in the batch.
 
-    The max-product recursion keeps backpointers; at padded steps the pointer
-    is the identity, so backtracking for the whole batch at once with gather,
-    from the last padded step, starts each sequence at its own last token.
+    The forward pass keeps only the max-product scores, in a (K, B) layout so
+    that the max over previous labels reduces over the leading axis (fast,
+    vectorised along the batch); no backpointer table is built. Backtracking
+    then recovers, for the whole batch at once, the best predecessor of each
+    chosen label: a (K, B) argmax per step. Padded steps keep the label, so
+    every sequence starts backtracking at its own last token.
 
     RETURNS (Tuple[Tensor, Tensor]): the paths, (B, T) long on the input's
         device (values at padded steps repeat the last real label), and their
@@ -163,26 +231,29 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     """
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
-    emissions = emissions.to(dtype)
-    transitions = transitions.to(dtype)
     B, T, K = emissions.shape
     if T == 0:
-        return mask.new_zeros((B, 0), dtype=torch.long), emissions.new_zeros(B)
-    identity = torch.arange(K, device=emissions.device).expand(B, K)
-    score = start.to(dtype) + emissions[:, 0]  # shape: (B, K)
-    backpointers = []
+        return mask.new_zeros((B, 0), dtype=torch.long), emissions.new_zeros(B, dtype=dtype)
+    emissions_t = emissions.to(dtype).permute(1, 2, 0).contiguous()  # shape: (T, K, B)
+    mask_t = mask.t().unsqueeze(1)  # shape: (T, 1, B)
+    transitions = transitions.to(dtype)
+    incoming = transitions.unsqueeze(2)  # shape: (K_prev, K_next, 1)
+    history = emissions_t.new_empty(T, K, B)
+    buffer = emissions_t.new_empty(K, K, B)
+    score = start.to(dtype)[:, None] + emissions_t[0]  # shape: (K, B)
+    history[0] = score
     for t in range(1, T):
-        # shape: (B, K, K) -> (B, K) best previous label for each next label
-        best, pointer = (score.unsqueeze(2) + transitions).max(dim=1)
-        step_mask = mask[:, t, None]
-        score = torch.where(step_mask, best + emissions[:, t], score)
-        backpointers.append(torch.where(step_mask, pointer, identity))
-    best_score, last = (score + end.to(dtype)).max(dim=1)  # shape: (B,)
-    path = [last]
-    for pointer in reversed(backpointers):
-        last = pointer.gather(1, last.unsqueeze(1)).squeeze(1)
-        path.append(last)
-    path.reverse()
-    paths = torch.stack(path, dim=1)  # shape: (B, T)
+        torch.add(score.unsqueeze(1), incoming, out=buffer)  # shape: (K_prev, K_next, B)
+        best = buffer.amax(dim=0).add_(emissions_t[t])  # shape: (K_next, B)
+        score = torch.where(mask_t[t], best, score)
+        history[t] = score
+    best_score, label = (score + end.to(dtype)[:, None]).max(dim=0)  # shape: (B,)
+    paths = torch.empty(T, B, dtype=torch.long, device=emissions.device)
+    paths[T - 1] = label
+    for t in range(T - 1, 0, -1):
+        # the best predecessor of each sequence's label at step t
+        previous = (history[t - 1] + transitions.index_select(1, label)).max(dim=0).indices
+        label = torch.where(mask_t[t, 0], previous, label)
+        paths[t - 1] = label
     best_score = torch.where(mask[:, 0], best_score, torch.zeros_like(best_score))
-    return paths, best_score
+    return paths.t().contiguous(), best_score
