@@ -215,6 +215,7 @@ def negative_log_likelihood(
     return log_z - gold_score
 
 
+@torch.no_grad()
 def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     """The highest-scoring path of every sequence in the batch.
 
