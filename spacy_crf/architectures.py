@@ -6,12 +6,15 @@ or by `build_crf_layer` when a trained pipeline is loaded.
 """
 from typing import Any, Callable, List, Optional, Tuple
 
+import numpy
+
 import torch
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2, chain, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from .chunking import chunk_lengths
 from .errors import Errors
 from .nn import BiLSTMCRF, CRFScores
 
@@ -23,6 +26,7 @@ def build_bilstm_crf(
     depth: int = 1,
     dropout: float = 0.0,
     crf: bool = True,
+    chunk_size: int = 512,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """Build a BiLSTM-CRF tagger on top of any tok2vec.
@@ -34,6 +38,9 @@ def build_bilstm_crf(
     dropout (float): dropout inside the torch network.
     crf (bool): False fixes the transition scores at zero: a per-token softmax
         trained with cross-entropy, for ablations.
+    chunk_size (int): docs longer than this are cut into near-equal chunks,
+        each its own CRF sequence (bounded memory, a short time loop); 0 never
+        cuts. Docs up to this length are decoded whole.
     nO (Optional[int]): number of labels; set by the component from its labels.
     RETURNS (Model[List[Doc], CRFScores]): padded CRF scores for a batch of docs.
     """
@@ -47,6 +54,7 @@ def build_bilstm_crf(
             "depth": depth,
             "dropout": dropout,
             "crf": crf,
+            "chunk_size": chunk_size,
         },
     )
     model = chain(tok2vec, crf_layer)
@@ -88,15 +96,28 @@ def _crf_layer_init(
 def _crf_layer_forward(
     model: Model, X: List[Floats2d], is_train: bool
 ) -> Tuple[CRFScores, Callable]:
+    """Cut docs longer than chunk_size into chunks; score the chunks."""
     if not model.layers:
         raise ValueError(Errors.E009.format(name=model.name))
-    return model.layers[0](X, is_train)
+    xp = model.ops.xp
+    doc_lengths = [len(x) for x in X]
+    lengths = chunk_lengths(doc_lengths, model.attrs["chunk_size"])
+    if len(lengths) == len(X):
+        return model.layers[0](X, is_train)
+    chunks = xp.split(xp.concatenate(X), numpy.cumsum(lengths)[:-1].tolist())
+    scores, backprop_chunks = model.layers[0](chunks, is_train)
+
+    def backprop(d_scores: CRFScores) -> List[Floats2d]:
+        d_flat = xp.concatenate(backprop_chunks(d_scores))
+        return xp.split(d_flat, numpy.cumsum(doc_lengths)[:-1].tolist())
+
+    return scores, backprop
 
 
 def _convert_inputs(
     model: Model, X: List[Floats2d], is_train: bool
 ) -> Tuple[ArgsKwargs, Callable[[ArgsKwargs], List[Floats2d]]]:
-    """Pad the docs' vectors into one (B, T, D) batch on the model's device."""
+    """Pad the sequences into one (B, T, D) batch on the model's device."""
     ops = model.ops
     lengths = [len(x) for x in X]
     if max(lengths, default=0) == 0:
@@ -109,8 +130,7 @@ def _convert_inputs(
     lengths_cpu = torch.tensor(lengths, dtype=torch.long)
 
     def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
-        d_padded = torch2xp(d_inputs.args[0])
-        return ops.unpad(d_padded, lengths)
+        return ops.unpad(torch2xp(d_inputs.args[0]), lengths)
 
     return ArgsKwargs(args=(inputs, lengths_cpu), kwargs={}), backprop
 

@@ -19,6 +19,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.model import deserialize_attr
 
 from .architectures import build_crf_layer
+from .chunking import chunk_lengths, grid_index
 from .errors import Errors
 from .nn import CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
 from .scorers import crf_tagger_score
@@ -210,7 +211,8 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E009.format(name=self.name))
         paths, _ = viterbi_decode(self.model.predict(docs))
         paths = paths.cpu().numpy()  # the batch's one device-to-host copy
-        return [paths[i, : len(doc)] for i, doc in enumerate(docs)]
+        tokens = paths.ravel()[grid_index(self._chunk_lengths(docs), paths.shape[1])]
+        return numpy.split(tokens, numpy.cumsum([len(doc) for doc in docs])[:-1])
 
     def set_annotations(self, docs: Iterable[Doc], batch_tag_ids: List[numpy.ndarray]) -> None:
         """Write the predicted labels to the docs.
@@ -280,7 +282,13 @@ class CRFTagger(TrainablePipe):
         """
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
-        tags, excluded = self._gold_ids(examples, scores.emissions.shape[1])
+        flat_tags, flat_excluded = self._gold_ids(examples)
+        lengths = self._chunk_lengths([eg.predicted for eg in examples])
+        index = grid_index(lengths, scores.emissions.shape[1])
+        tags = numpy.full(scores.mask.shape, -1, dtype="int64")
+        excluded = numpy.full(scores.mask.shape, -1, dtype="int64")
+        tags.ravel()[index] = flat_tags
+        excluded.ravel()[index] = flat_excluded
         device = scores.emissions.device
         tags_t = torch.from_numpy(tags).to(device)
         excluded_t = torch.from_numpy(excluded).to(device)
@@ -303,29 +311,39 @@ class CRFTagger(TrainablePipe):
             grads = iter(torch.autograd.grad(loss, trainable))
         loss_value = float(loss.detach())
         if not numpy.isfinite(loss_value):
-            raise ValueError(Errors.E006.format(what="The loss", name=self.name))
+            finite_scores = all(
+                bool(torch.isfinite(t).all()) for t in (emissions, transitions, start, end)
+            )
+            what = "The loss" if finite_scores else "The model's scores (emissions or transitions)"
+            raise ValueError(Errors.E006.format(what=what, name=self.name))
         d_scores = [next(grads) if leaf.requires_grad else None for leaf in leaves]
         return loss_value, CRFScores(d_scores[0], None, *d_scores[1:])
 
-    def _gold_ids(self, examples: List[Example], width: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """Gold label ids (-1: unknown) and excluded ids (-1: none), (B, width)."""
+    def _gold_ids(self, examples: List[Example]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Gold label ids (-1: unknown) and excluded ids ("!TAG"; -1: none),
+        one per predicted token of all examples, in order."""
         index = {label: i for i, label in enumerate(self.labels)}
         gold_attr = TARGETS[self.cfg["target"]][1]
-        tags = numpy.full((len(examples), width), -1, dtype="int64")
-        excluded = numpy.full((len(examples), width), -1, dtype="int64")
-        for i, eg in enumerate(examples):
-            for j, value in enumerate(eg.get_aligned(gold_attr, as_string=True)):
-                if not value:
-                    continue
-                if value in index:
-                    tags[i, j] = index[value]
-                elif value.startswith("!"):
-                    excluded[i, j] = index.get(value[1:], -1)
-                else:
-                    raise ValueError(
-                        Errors.E003.format(name=self.name, label=value, n_labels=len(index))
-                    )
+        values = [value for eg in examples for value in eg.get_aligned(gold_attr, as_string=True)]
+        tags = numpy.full(len(values), -1, dtype="int64")
+        excluded = numpy.full(len(values), -1, dtype="int64")
+        for i, value in enumerate(values):
+            if not value:
+                continue
+            if value in index:
+                tags[i] = index[value]
+            elif value.startswith("!"):
+                excluded[i] = index.get(value[1:], -1)
+            else:
+                raise ValueError(
+                    Errors.E003.format(name=self.name, label=value, n_labels=len(index))
+                )
         return tags, excluded
+
+    def _chunk_lengths(self, docs: Sequence[Doc]) -> List[int]:
+        """The chunk (CRF row) lengths the model cuts these docs into."""
+        chunk_size = self._crf_layer.attrs.get("chunk_size", 0)
+        return chunk_lengths([len(doc) for doc in docs], chunk_size)
 
     # Serialization: the config's sizes go first, then the weights.
 

@@ -218,8 +218,8 @@ def test_misaligned_gold_tokens_are_missing_values():
     tagger = nlp.get_pipe("crf_tagger")
     predicted = nlp.make_doc("I like greeneggs")
     reference = Doc(nlp.vocab, words=["I", "like", "green", "eggs"], tags=["N", "V", "J", "N"])
-    tags, _ = tagger._gold_ids([Example(predicted, reference)], 3)
-    assert tags.tolist() == [[1, 2, -1]]
+    tags, _ = tagger._gold_ids([Example(predicted, reference)])
+    assert tags.tolist() == [1, 2, -1]
     losses = nlp.update([Example(predicted, reference)])
     assert numpy.isfinite(losses["crf_tagger"])
 
@@ -230,9 +230,9 @@ def test_negative_labels_exclude_a_tag():
     nlp.initialize(get_examples=lambda: examples)
     tagger = nlp.get_pipe("crf_tagger")
     reference = Doc(nlp.vocab, words=["eggs", "ham"], tags=["!N", "N"])
-    tags, excluded = tagger._gold_ids([Example(nlp.make_doc("eggs ham"), reference)], 2)
-    assert tags.tolist() == [[-1, 1]]
-    assert excluded.tolist() == [[1, -1]]
+    tags, excluded = tagger._gold_ids([Example(nlp.make_doc("eggs ham"), reference)])
+    assert tags.tolist() == [-1, 1]
+    assert excluded.tolist() == [1, -1]
 
 
 def test_unknown_gold_label_raises(trained):
