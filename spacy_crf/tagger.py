@@ -56,6 +56,7 @@ UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "
         "model": DEFAULT_CRF_TAGGER_MODEL,
         "target": "tag",
         "overwrite": False,
+        "window": 8192,
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
     },
     default_score_weights={"tag_acc": 0.5, "pos_acc": 0.5},
@@ -66,6 +67,7 @@ def make_crf_tagger(
     model: Model[List[Doc], CRFScores],
     target: str,
     overwrite: bool,
+    window: int,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
     """Create a CRFTagger.
@@ -73,10 +75,18 @@ def make_crf_tagger(
     model (Model[List[Doc], CRFScores]): the network, e.g. spacy_crf.BiLSTMCRF.v1.
     target (str): "tag" writes token.tag_, "pos" writes token.pos_ (UPOS).
     overwrite (bool): replace annotation that a doc already has.
+    window (int): docs longer than this many tokens are tagged in windows of
+        this size, to bound memory; 0 never splits.
     scorer (Optional[Callable]): scores tag_acc or pos_acc, to match target.
     """
     return CRFTagger(
-        nlp.vocab, model, name, target=target, overwrite=overwrite, scorer=scorer
+        nlp.vocab,
+        model,
+        name,
+        target=target,
+        overwrite=overwrite,
+        window=window,
+        scorer=scorer,
     )
 
 
@@ -95,6 +105,7 @@ class CRFTagger(TrainablePipe):
         *,
         target: str = "tag",
         overwrite: bool = False,
+        window: int = 8192,
         scorer: Optional[Callable] = crf_tagger_score,
     ) -> None:
         """Initialize a CRF tagger.
@@ -104,6 +115,7 @@ class CRFTagger(TrainablePipe):
         name (str): the component name, the key of its loss in `losses`.
         target (str): "tag" (token.tag_) or "pos" (token.pos_).
         overwrite (bool): replace existing annotation.
+        window (int): tag docs longer than this in windows of this many tokens.
         scorer (Optional[Callable]): the scoring method.
         """
         if target not in TARGETS:
@@ -118,6 +130,7 @@ class CRFTagger(TrainablePipe):
             "labels": [],
             "target": target,
             "overwrite": overwrite,
+            "window": window,
             "input_width": None,
         }
         self.cfg = dict(sorted(cfg.items()))
@@ -201,10 +214,30 @@ class CRFTagger(TrainablePipe):
     def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """Viterbi-decode a batch of docs, without modifying them.
 
+        A doc longer than the `window` setting is tagged window by window (each
+        window a doc of its own), so memory stays bounded; shorter docs are
+        decoded whole, in one batch.
+
         docs (Iterable[Doc]): the docs.
         RETURNS (List[numpy.ndarray]): label ids, one array per doc.
         """
         docs = list(docs)
+        window = self.cfg.get("window") or 0
+        long_ids = [i for i, doc in enumerate(docs) if window and len(doc) > window]
+        if not long_ids:
+            return self._decode(docs)
+        guesses: List[Optional[numpy.ndarray]] = [None] * len(docs)
+        short_ids = [i for i, doc in enumerate(docs) if not window or len(doc) <= window]
+        for i, ids in zip(short_ids, self._decode([docs[i] for i in short_ids])):
+            guesses[i] = ids
+        for i in long_ids:
+            doc = docs[i]
+            spans = [doc[start : start + window].as_doc() for start in range(0, len(doc), window)]
+            guesses[i] = numpy.concatenate([self._decode([span])[0] for span in spans])
+        return guesses  # type: ignore[return-value]
+
+    def _decode(self, docs: List[Doc]) -> List[numpy.ndarray]:
+        """Run the model on one batch and Viterbi-decode it."""
         if not any(len(doc) for doc in docs):
             return [numpy.zeros((0,), dtype="int64") for _ in docs]
         if not self._crf_layer.layers:
