@@ -222,3 +222,31 @@ def test_emission_gradient_is_marginals_minus_gold():
         gold = torch.nn.functional.one_hot(tags[b, :length], K).double()
         assert torch.allclose(grad[b, :length], marginals - gold, atol=1e-9)
         assert torch.all(grad[b, length:] == 0)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    n_labels=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    unknown_rate=st.floats(0, 1),
+)
+def test_property_viterbi_is_the_best_path_and_nll_is_non_negative(lengths, n_labels, seed, unknown_rate):
+    scores = random_batch(seed, lengths, n_labels, dtype=torch.float32)
+    paths, best = viterbi_decode(scores)
+    gen = torch.Generator().manual_seed(seed)
+    tags = torch.randint(n_labels, scores.mask.shape, generator=gen)
+    tags = tags.masked_fill(torch.rand(tags.shape, generator=gen) < unknown_rate, -1)
+    nll = negative_log_likelihood(scores, allowed_from_tags(tags, n_labels))
+    assert torch.all(nll >= -1e-4)
+    for b, length in enumerate(lengths):
+        assert all(0 <= y < n_labels for y in paths[b].tolist())
+        if length == 0:
+            continue
+        top = max(brute_score(scores, b, p) for p in all_paths(length, n_labels))
+        assert brute_score(scores, b, paths[b, :length].tolist()) == pytest.approx(top, abs=1e-4)
+        assert float(best[b]) == pytest.approx(top, abs=1e-4)

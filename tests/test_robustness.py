@@ -252,3 +252,23 @@ def test_window_tags_long_docs_window_by_window(trained):
         assert len(tagged[1]) == 3 and len(tagged[2]) == 0
     finally:
         tagger.cfg["window"] = 8192
+
+
+def test_training_with_negative_labels():
+    nlp = make_nlp()
+    data = [("I like green eggs", {"tags": ["N", "V", "J", "N"]}), ("Eat blue ham", {"tags": ["V", "J", "N"]})]
+    examples = make_examples(nlp, data)
+    nlp.initialize(lambda: examples)
+    vocab = nlp.vocab
+    negative = Example(Doc(vocab, words=["eggs", "ham"]), Doc(vocab, words=["eggs", "ham"], tags=["!V", "!J"]))
+    tagger = nlp.get_pipe("crf_tagger")
+    scores = tagger.model.predict([negative.predicted])
+    loss, d_scores = tagger.get_loss([negative], scores)
+    assert loss > 0
+    # ruling a tag out pushes its score down and no other's up more than it
+    assert d_scores.emissions[0, 0, 2] > 0 and d_scores.emissions[0, 1, 0] > 0
+    optimizer = nlp.create_optimizer()
+    for _ in range(30):
+        nlp.update(examples + [negative], sgd=optimizer)
+    doc = nlp("eggs ham")
+    assert doc[0].tag_ != "V" and doc[1].tag_ != "J"

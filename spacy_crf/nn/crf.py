@@ -212,7 +212,8 @@ def negative_log_likelihood(
         clamped = emissions[rows].masked_fill(~allowed[rows], NEG_INF)
         partial = log_partition(CRFScores(clamped, mask[rows], transitions, start, end))
         gold_score = gold_score.index_put((rows,), partial)
-    return log_z - gold_score
+    # >= 0 in exact arithmetic; clamp away float rounding (e.g. -4e-9 for K=1)
+    return (log_z - gold_score).clamp_min(0.0)
 
 
 @torch.no_grad()
