@@ -22,6 +22,7 @@ from .architectures import build_crf_layer
 from .chunking import chunk_lengths, grid_index
 from .errors import Errors
 from .nn import CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
+from .nn import marginals as crf_marginals
 from .scorers import crf_tagger_score
 
 default_model_config = """
@@ -221,31 +222,59 @@ class CRFTagger(TrainablePipe):
         docs (Iterable[Doc]): the docs.
         RETURNS (List[numpy.ndarray]): label ids, one array per doc.
         """
-        docs = list(docs)
+        return self._by_window(list(docs), self._decode)
+
+    def marginals(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
+        """Exact marginal probability of every label at every token
+        (forward-backward over the CRF), batched like `predict`.
+
+        docs (Iterable[Doc]): the docs.
+        RETURNS (List[numpy.ndarray]): one (n_tokens, n_labels) float array per
+            doc, columns in `labels` order, rows summing to 1.
+        """
+        return self._by_window(list(docs), self._marginals)
+
+    def _by_window(
+        self, docs: List[Doc], run: Callable[[List[Doc]], List[numpy.ndarray]]
+    ) -> List[numpy.ndarray]:
+        """Apply `run` to the docs in one batch, and to each long doc's windows."""
         window = self.cfg.get("window") or 0
         long_ids = [i for i, doc in enumerate(docs) if window and len(doc) > window]
         if not long_ids:
-            return self._decode(docs)
-        guesses: List[Optional[numpy.ndarray]] = [None] * len(docs)
-        short_ids = [i for i, doc in enumerate(docs) if not window or len(doc) <= window]
-        for i, ids in zip(short_ids, self._decode([docs[i] for i in short_ids])):
-            guesses[i] = ids
+            return run(docs)
+        results: List[Optional[numpy.ndarray]] = [None] * len(docs)
+        short_ids = [i for i in range(len(docs)) if i not in set(long_ids)]
+        for i, result in zip(short_ids, run([docs[i] for i in short_ids])):
+            results[i] = result
         for i in long_ids:
             doc = docs[i]
             spans = [doc[start : start + window].as_doc() for start in range(0, len(doc), window)]
-            guesses[i] = numpy.concatenate([self._decode([span])[0] for span in spans])
-        return guesses  # type: ignore[return-value]
+            results[i] = numpy.concatenate([run([span])[0] for span in spans])
+        return results  # type: ignore[return-value]
+
+    def _scores(self, docs: List[Doc]) -> CRFScores:
+        if not self._crf_layer.layers:
+            raise ValueError(Errors.E009.format(name=self.name))
+        return self.model.predict(docs)
+
+    def _per_doc(self, docs: List[Doc], grid: numpy.ndarray) -> List[numpy.ndarray]:
+        """Rows of a (chunks, T, ...) host array, regrouped per doc in token order."""
+        index = grid_index(self._chunk_lengths(docs), grid.shape[1])
+        tokens = grid.reshape(-1, *grid.shape[2:])[index]
+        return numpy.split(tokens, numpy.cumsum([len(doc) for doc in docs])[:-1])
 
     def _decode(self, docs: List[Doc]) -> List[numpy.ndarray]:
         """Run the model on one batch and Viterbi-decode it."""
         if not any(len(doc) for doc in docs):
             return [numpy.zeros((0,), dtype="int64") for _ in docs]
-        if not self._crf_layer.layers:
-            raise ValueError(Errors.E009.format(name=self.name))
-        paths, _ = viterbi_decode(self.model.predict(docs))
-        paths = paths.cpu().numpy()  # the batch's one device-to-host copy
-        tokens = paths.ravel()[grid_index(self._chunk_lengths(docs), paths.shape[1])]
-        return numpy.split(tokens, numpy.cumsum([len(doc) for doc in docs])[:-1])
+        paths, _ = viterbi_decode(self._scores(docs))
+        return self._per_doc(docs, paths.cpu().numpy())  # one device-to-host copy
+
+    def _marginals(self, docs: List[Doc]) -> List[numpy.ndarray]:
+        if not any(len(doc) for doc in docs):
+            return [numpy.zeros((0, len(self.labels)), dtype="float32") for _ in docs]
+        probs = crf_marginals(self._scores(docs)).float()
+        return self._per_doc(docs, probs.cpu().numpy())
 
     def set_annotations(self, docs: Iterable[Doc], batch_tag_ids: List[numpy.ndarray]) -> None:
         """Write the predicted labels to the docs.

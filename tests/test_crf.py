@@ -1,5 +1,6 @@
 """The CRF maths against brute-force enumeration of every label path."""
 import itertools
+import math
 
 import pytest
 import torch
@@ -8,6 +9,7 @@ from spacy_crf.nn import (
     CRFScores,
     allowed_from_tags,
     log_partition,
+    marginals,
     negative_log_likelihood,
     path_score,
     viterbi_decode,
@@ -250,3 +252,21 @@ def test_property_viterbi_is_the_best_path_and_nll_is_non_negative(lengths, n_la
         top = max(brute_score(scores, b, p) for p in all_paths(length, n_labels))
         assert brute_score(scores, b, paths[b, :length].tolist()) == pytest.approx(top, abs=1e-4)
         assert float(best[b]) == pytest.approx(top, abs=1e-4)
+
+
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES[:16])
+def test_marginals_equal_brute_force(seed, lengths, n_labels):
+    scores = random_batch(seed, lengths, n_labels)
+    probs = marginals(scores)
+    for b, length in enumerate(lengths):
+        assert torch.all(probs[b, length:] == 0)
+        if length == 0:
+            continue
+        log_z = brute_log_z(scores, b, length)
+        expected = torch.zeros(length, n_labels, dtype=torch.float64)
+        for path in all_paths(length, n_labels):
+            p = math.exp(brute_score(scores, b, path) - log_z)
+            for t, y in enumerate(path):
+                expected[t, y] += p
+        assert torch.allclose(probs[b, :length], expected, atol=1e-9)
+        assert torch.allclose(probs[b, :length].sum(-1), torch.ones(length, dtype=torch.float64))

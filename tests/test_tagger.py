@@ -452,3 +452,22 @@ def test_training_and_decoding_on_gpu():
         assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
     finally:
         use_ops("numpy")
+
+
+def test_marginals(trained):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc(t) for t in ["I like green eggs", "", "eggs"]]
+    probs = tagger.marginals(docs)
+    assert [p.shape for p in probs] == [(4, 3), (0, 3), (1, 3)]
+    for p, ids in zip(probs, tagger.predict(docs)):
+        assert numpy.allclose(p.sum(-1), 1.0, atol=1e-5)
+        # on training data the decoded tag is also the most probable one
+        assert p.argmax(-1).tolist() == ids.tolist()
+    tagger.cfg["window"] = 2
+    try:
+        windowed = tagger.marginals([nlp.make_doc("I like green eggs")])[0]
+        assert windowed.shape == (4, 3)
+        assert numpy.allclose(windowed[:2], tagger.marginals([nlp.make_doc("I like")])[0])
+    finally:
+        tagger.cfg["window"] = 8192

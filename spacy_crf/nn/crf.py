@@ -259,3 +259,19 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
         paths[t - 1] = label
     best_score = torch.where(mask[:, 0], best_score, torch.zeros_like(best_score))
     return paths.t().contiguous(), best_score
+
+
+def marginals(scores: CRFScores) -> torch.Tensor:
+    """Exact per-token label probabilities by the forward-backward algorithm.
+
+    They are the gradient of log Z(x) with respect to the emissions, which
+    `log_partition`'s backward pass computes in closed form.
+
+    RETURNS (Tensor): (B, T, K); each real token's row sums to 1, padded rows are 0.
+    """
+    emissions, mask, transitions, start, end = scores
+    with torch.enable_grad():
+        leaf = emissions.detach().to(_compute_dtype(emissions)).requires_grad_(True)
+        detached = CRFScores(leaf, mask, transitions.detach(), start.detach(), end.detach())
+        (probs,) = torch.autograd.grad(log_partition(detached).sum(), leaf)
+    return probs

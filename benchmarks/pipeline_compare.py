@@ -1,0 +1,110 @@
+"""crf_tagger against spaCy's tagger, end to end, side by side in one process.
+
+    python benchmarks/pipeline_compare.py training/cpu/model-best training/baseline/model-best \\
+        corpus/en_ewt-ud-dev.spacy corpus/en_ewt-ud-train.spacy [--repeats 5] [--threads 1]
+
+Measures, with the same thread count, medians over repeats taken in turn:
+  1. nlp.pipe words/s of both pipelines on the dev texts (gold tokens);
+  2. for crf_tagger, the share of Viterbi decoding in its predict step,
+     against the encoder (tok2vec + BiLSTM + emissions);
+  3. training words/s of both (nlp.update on train batches of ~1000 words).
+"""
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import spacy
+import torch
+from spacy.tokens import DocBin
+from spacy.training import Example
+
+from spacy_crf.nn import viterbi_decode
+
+from pipeline_speed import unannotated_docs, words_per_second  # noqa: E402
+
+
+def decode_share(nlp, docs, batch_size=256):
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = list(nlp.pipe(docs, disable=["crf_tagger"]))
+    encode = decode = 0.0
+    for i in range(0, len(docs), batch_size):
+        batch = docs[i : i + batch_size]
+        start = time.perf_counter()
+        scores = tagger.model.predict(batch)
+        middle = time.perf_counter()
+        viterbi_decode(scores)[0].cpu()
+        decode += time.perf_counter() - middle
+        encode += middle - start
+    return encode, decode
+
+
+def training_words_per_second(nlp, examples, *, words, batch_words=1000):
+    optimizer = nlp.resume_training()
+    batches, batch, n = [], [], 0
+    for eg in examples:
+        batch.append(eg)
+        n += len(eg.predicted)
+        if sum(len(e.predicted) for e in batch) >= batch_words:
+            batches.append(batch)
+            batch = []
+        if n >= words:
+            break
+    start = time.perf_counter()
+    for batch in batches:
+        nlp.update(batch, sgd=optimizer, drop=0.1)
+    seconds = time.perf_counter() - start
+    return sum(len(e.predicted) for b in batches for e in b) / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("crf_model")
+    parser.add_argument("baseline_model")
+    parser.add_argument("dev")
+    parser.add_argument("train")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--train-words", type=int, default=20000)
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    crf = spacy.load(args.crf_model)
+    base = spacy.load(args.baseline_model)
+    docs = unannotated_docs(crf, args.dev)
+    pipe = {"crf_tagger": [], "spaCy tagger": []}
+    for _ in range(args.repeats):
+        pipe["crf_tagger"].append(words_per_second(crf, docs, repeats=1, batch_size=256)[0])
+        pipe["spaCy tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
+    encode, decode = decode_share(crf, [d.copy() for d in docs])
+    train_docs = list(DocBin().from_disk(args.train).get_docs(crf.vocab))
+    train = {"crf_tagger": [], "spaCy tagger": []}
+    for _ in range(max(1, args.repeats // 2)):
+        for name, nlp in (("crf_tagger", crf), ("spaCy tagger", base)):
+            examples = [Example(nlp.make_doc(d.text), d) for d in train_docs]
+            train[name].append(training_words_per_second(nlp, examples, words=args.train_words))
+    result = {
+        "threads": args.threads,
+        "pipe_words_per_second": {k: round(statistics.median(v)) for k, v in pipe.items()},
+        "train_words_per_second": {k: round(statistics.median(v)) for k, v in train.items()},
+        "crf_decode_seconds": round(decode, 3),
+        "crf_encoder_seconds": round(encode, 3),
+        "decode_share_of_encoder": round(decode / encode, 3),
+    }
+    p, t = result["pipe_words_per_second"], result["train_words_per_second"]
+    print(f"{args.threads} thread(s), medians of {args.repeats} runs taken in turn")
+    print("| pipeline | nlp.pipe words/s | training words/s |")
+    print("|---|---|---|")
+    for name in p:
+        print(f"| {name} | {p[name]:,} | {t[name]:,} |")
+    print(f"crf_tagger/spaCy: pipe {p['crf_tagger'] / p['spaCy tagger']:.2f}x, "
+          f"training {t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi = "
+          f"{100 * result['decode_share_of_encoder']:.1f}% of the encoder's time in predict")
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
