@@ -2,7 +2,7 @@
 import copy
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import srsly
@@ -12,7 +12,7 @@ from spacy.attrs import POS, TAG
 from spacy.language import Language
 from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Token
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
@@ -47,6 +47,9 @@ DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
 
 # target -> (spaCy attribute id, gold attribute name for Example.get_aligned)
 TARGETS = {"tag": (TAG, "TAG"), "pos": (POS, "POS")}
+if not Token.has_extension("crf_confidence"):
+    Token.set_extension("crf_confidence", default=None)
+
 UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "EOL")
 
 
@@ -58,6 +61,7 @@ UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "
         "target": "tag",
         "overwrite": False,
         "window": 8192,
+        "store_confidence": False,
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
     },
     default_score_weights={"tag_acc": 0.5, "pos_acc": 0.5},
@@ -69,6 +73,7 @@ def make_crf_tagger(
     target: str,
     overwrite: bool,
     window: int,
+    store_confidence: bool,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
     """Create a CRFTagger.
@@ -78,6 +83,8 @@ def make_crf_tagger(
     overwrite (bool): replace annotation that a doc already has.
     window (int): docs longer than this many tokens are tagged in windows of
         this size, to bound memory; 0 never splits.
+    store_confidence (bool): write the marginal probability of each token's
+        predicted tag to token._.crf_confidence.
     scorer (Optional[Callable]): scores tag_acc or pos_acc, to match target.
     """
     return CRFTagger(
@@ -87,6 +94,7 @@ def make_crf_tagger(
         target=target,
         overwrite=overwrite,
         window=window,
+        store_confidence=store_confidence,
         scorer=scorer,
     )
 
@@ -107,6 +115,7 @@ class CRFTagger(TrainablePipe):
         target: str = "tag",
         overwrite: bool = False,
         window: int = 8192,
+        store_confidence: bool = False,
         scorer: Optional[Callable] = crf_tagger_score,
     ) -> None:
         """Initialize a CRF tagger.
@@ -117,6 +126,7 @@ class CRFTagger(TrainablePipe):
         target (str): "tag" (token.tag_) or "pos" (token.pos_).
         overwrite (bool): replace existing annotation.
         window (int): tag docs longer than this in windows of this many tokens.
+        store_confidence (bool): set token._.crf_confidence.
         scorer (Optional[Callable]): the scoring method.
         """
         if target not in TARGETS:
@@ -132,6 +142,7 @@ class CRFTagger(TrainablePipe):
             "target": target,
             "overwrite": overwrite,
             "window": window,
+            "store_confidence": store_confidence,
             "input_width": None,
         }
         self.cfg = dict(sorted(cfg.items()))
@@ -212,6 +223,42 @@ class CRFTagger(TrainablePipe):
         self.model.initialize(X=doc_sample)
         self.cfg["input_width"] = self._crf_layer.get_dim("nI")
 
+    def __call__(self, doc: Doc) -> Doc:
+        """Tag one doc in place (see `pipe`)."""
+        error_handler = self.get_error_handler()
+        try:
+            self._annotate([doc])
+            return doc
+        except Exception as e:
+            error_handler(self.name, self, [doc], e)
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Tag a stream of docs in place, batch by batch.
+
+        stream (Iterable[Doc]): the docs.
+        batch_size (int): docs per batch.
+        YIELDS (Doc): the tagged docs, in order.
+        """
+        error_handler = self.get_error_handler()
+        for docs in util.minibatch(stream, size=batch_size):
+            try:
+                self._annotate(docs)
+                yield from docs
+            except Exception as e:
+                error_handler(self.name, self, docs, e)
+
+    def _annotate(self, docs: List[Doc]) -> None:
+        """predict + set_annotations; with store_confidence, one model pass
+        gives both the Viterbi tags and their marginal probabilities."""
+        if not self.cfg.get("store_confidence"):
+            self.set_annotations(docs, self.predict(docs))
+            return
+        both = self._by_window(docs, self._decode_with_confidence)
+        self.set_annotations(docs, [ids_conf[:, 0].astype("int64") for ids_conf in both])
+        for doc, ids_conf in zip(docs, both):
+            for token, confidence in zip(doc, ids_conf[:, 1].tolist()):
+                token._.crf_confidence = confidence
+
     def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """Viterbi-decode a batch of docs, without modifying them.
 
@@ -269,6 +316,16 @@ class CRFTagger(TrainablePipe):
             return [numpy.zeros((0,), dtype="int64") for _ in docs]
         paths, _ = viterbi_decode(self._scores(docs))
         return self._per_doc(docs, paths.cpu().numpy())  # one device-to-host copy
+
+    def _decode_with_confidence(self, docs: List[Doc]) -> List[numpy.ndarray]:
+        """Per doc, an (n_tokens, 2) array: Viterbi label id, its marginal."""
+        if not any(len(doc) for doc in docs):
+            return [numpy.zeros((0, 2)) for _ in docs]
+        scores = self._scores(docs)
+        paths, _ = viterbi_decode(scores)
+        confidence = crf_marginals(scores).gather(2, paths.unsqueeze(2)).squeeze(2)
+        both = torch.stack([paths.to(confidence.dtype), confidence], dim=2).double()
+        return self._per_doc(docs, both.cpu().numpy())  # one device-to-host copy
 
     def _marginals(self, docs: List[Doc]) -> List[numpy.ndarray]:
         if not any(len(doc) for doc in docs):

@@ -471,3 +471,21 @@ def test_marginals(trained):
         assert numpy.allclose(windowed[:2], tagger.marginals([nlp.make_doc("I like")])[0])
     finally:
         tagger.cfg["window"] = 8192
+
+
+def test_store_confidence(trained):
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    assert nlp("I like green eggs")[0]._.crf_confidence is None
+    tagger.cfg["store_confidence"] = True
+    try:
+        docs = list(nlp.pipe(["I like green eggs", "", "eggs"]))
+        probs = tagger.marginals([nlp.make_doc(d.text) for d in docs])
+        for doc, p in zip(docs, probs):
+            labels = [tagger.labels.index(t.tag_) for t in doc]
+            expected = [float(p[i, y]) for i, y in enumerate(labels)]
+            assert [t._.crf_confidence for t in doc] == pytest.approx(expected, abs=1e-6)
+            assert all(0.0 < t._.crf_confidence <= 1.0 for t in doc)
+        assert [t.tag_ for t in docs[0]] == ["N", "V", "J", "N"]
+    finally:
+        tagger.cfg["store_confidence"] = False
