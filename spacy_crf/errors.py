@@ -56,3 +56,8 @@ class Errors(metaclass=_ErrorsWithCodes):
         "nI={nI}, number of labels nO={nO}."
     )
     E012 = "Component '{name}' has no labels; initialize it with training examples or `labels=`."
+    E013 = (
+        "Label '{label}' does not fit the tag scheme {scheme}: expected 'O' or "
+        "a prefix of the scheme, a hyphen and a type, such as 'B-PER'."
+    )
+    E014 = "Unknown constraints '{scheme}': expected one of {options}."

@@ -20,8 +20,9 @@ from thinc.model import deserialize_attr
 
 from .architectures import build_crf_layer
 from .chunking import chunk_lengths, grid_index
+from .constraints import SCHEMES, allowed_transitions
 from .errors import Errors
-from .nn import CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
+from .nn import NEG_INF, CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
 from .nn import marginals as crf_marginals
 from .scorers import crf_tagger_score
 
@@ -62,6 +63,7 @@ UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "
         "overwrite": False,
         "window": 8192,
         "store_confidence": False,
+        "constraints": "none",
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
     },
     default_score_weights={"tag_acc": 0.5, "pos_acc": 0.5},
@@ -74,6 +76,7 @@ def make_crf_tagger(
     overwrite: bool,
     window: int,
     store_confidence: bool,
+    constraints: str,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
     """Create a CRFTagger.
@@ -85,6 +88,8 @@ def make_crf_tagger(
         this size, to bound memory; 0 never splits.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
+    constraints (str): "none", or a tag scheme ("BIO"/"IOB2", "BILUO",
+        "IOBES") whose invalid transitions get probability exactly 0.
     scorer (Optional[Callable]): scores tag_acc or pos_acc, to match target.
     """
     return CRFTagger(
@@ -95,6 +100,7 @@ def make_crf_tagger(
         overwrite=overwrite,
         window=window,
         store_confidence=store_confidence,
+        constraints=constraints,
         scorer=scorer,
     )
 
@@ -116,6 +122,7 @@ class CRFTagger(TrainablePipe):
         overwrite: bool = False,
         window: int = 8192,
         store_confidence: bool = False,
+        constraints: str = "none",
         scorer: Optional[Callable] = crf_tagger_score,
     ) -> None:
         """Initialize a CRF tagger.
@@ -127,12 +134,15 @@ class CRFTagger(TrainablePipe):
         overwrite (bool): replace existing annotation.
         window (int): tag docs longer than this in windows of this many tokens.
         store_confidence (bool): set token._.crf_confidence.
+        constraints (str): "none" or a tag scheme: BIO, IOB2, BILUO, IOBES.
         scorer (Optional[Callable]): the scoring method.
         """
         if target not in TARGETS:
             raise ValueError(
                 Errors.E001.format(target=target, name=name, options=list(TARGETS))
             )
+        if constraints not in SCHEMES:
+            raise ValueError(Errors.E014.format(scheme=constraints, options=list(SCHEMES)))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -143,6 +153,7 @@ class CRFTagger(TrainablePipe):
             "overwrite": overwrite,
             "window": window,
             "store_confidence": store_confidence,
+            "constraints": constraints,
             "input_width": None,
         }
         self.cfg = dict(sorted(cfg.items()))
@@ -218,6 +229,7 @@ class CRFTagger(TrainablePipe):
                     attr=f"token.{self.cfg['target']}_",
                 )
             )
+        allowed_transitions(self.labels, self.cfg.get("constraints", "none"))  # E013 early
         doc_sample = [example.x for example in islice(get_examples(), 10)]
         self._crf_layer.set_dim("nO", len(self.labels), force=True)
         self.model.initialize(X=doc_sample)
@@ -302,7 +314,29 @@ class CRFTagger(TrainablePipe):
     def _scores(self, docs: List[Doc]) -> CRFScores:
         if not self._crf_layer.layers:
             raise ValueError(Errors.E009.format(name=self.name))
-        return self.model.predict(docs)
+        return self._constrain(self.model.predict(docs))
+
+    def _constrain(self, scores: CRFScores) -> CRFScores:
+        """Forbidden transitions, starts and ends of the tag scheme get a fixed
+        log(0) (differentiable: the forbidden entries get no gradient)."""
+        scheme = self.cfg.get("constraints", "none")
+        if scheme == "none":
+            return scores
+        emissions, mask, transitions, start, end = scores
+        device = transitions.device
+        key = (self.labels, scheme, str(device))
+        if getattr(self, "_allowed_cache", (None,))[0] != key:
+            masks = allowed_transitions(self.labels, scheme)
+            self._allowed_cache = (key, [torch.from_numpy(m).to(device) for m in masks])
+        allowed_trans, allowed_start, allowed_end = self._allowed_cache[1]
+        forbid = lambda x, ok: torch.where(ok, x, torch.full_like(x, NEG_INF))  # noqa: E731
+        return CRFScores(
+            emissions,
+            mask,
+            forbid(transitions, allowed_trans),
+            forbid(start, allowed_start),
+            forbid(end, allowed_end),
+        )
 
     def _per_doc(self, docs: List[Doc], grid: numpy.ndarray) -> List[numpy.ndarray]:
         """Rows of a (chunks, T, ...) host array, regrouped per doc in token order."""
@@ -424,7 +458,8 @@ class CRFTagger(TrainablePipe):
             ]
         ]
         with torch.enable_grad():
-            nll = negative_log_likelihood(CRFScores(leaves[0], mask, *leaves[1:]), allowed)
+            constrained = self._constrain(CRFScores(leaves[0], mask, *leaves[1:]))
+            nll = negative_log_likelihood(constrained, allowed)
             loss = torch.where(has_gold, nll, torch.zeros_like(nll)).sum()
             trainable = [leaf for leaf in leaves if leaf.requires_grad]
             grads = iter(torch.autograd.grad(loss, trainable))
