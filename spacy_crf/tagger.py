@@ -22,7 +22,7 @@ from .architectures import build_crf_layer
 from .chunking import chunk_lengths, grid_index
 from .constraints import SCHEMES, allowed_transitions
 from .errors import Errors
-from .nn import NEG_INF, CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
+from .nn import NEG_INF, CRFScores, allowed_from_tags, log_partition, nbest_decode, negative_log_likelihood, viterbi_decode
 from .nn import marginals as crf_marginals
 from .scorers import crf_tagger_score
 
@@ -292,6 +292,59 @@ class CRFTagger(TrainablePipe):
             doc, columns in `labels` order, rows summing to 1.
         """
         return self._by_window(list(docs), self._marginals)
+
+    def nbest(self, docs: Iterable[Doc], k: int) -> List[List[Tuple[List[str], float]]]:
+        """The k most probable tag sequences of each doc (exact k-best Viterbi).
+
+        docs (Iterable[Doc]): the docs.
+        k (int): sequences per doc.
+        RETURNS (List[List[Tuple[List[str], float]]]): per doc, up to k
+            (tags, log probability) pairs in descending order; one tag per token.
+        """
+        docs = list(docs)
+        window = self.cfg.get("window") or 0
+        parts = [
+            [doc[i : i + window].as_doc() for i in range(0, len(doc), window)]
+            if window and len(doc) > window
+            else [doc]
+            for doc in docs
+        ]
+        flat = [part for doc_parts in parts for part in doc_parts]
+        chunk_lists = self._nbest_chunks(flat, k)
+        results = []
+        position = 0
+        for doc_parts in parts:
+            lists = [c for part_chunks in chunk_lists[position : position + len(doc_parts)] for c in part_chunks]
+            position += len(doc_parts)
+            best = [((), 0.0)]
+            for chunk in lists:
+                combined = [(pa + pb, sa + sb) for pa, sa in best for pb, sb in chunk]
+                best = sorted(combined, key=lambda item: -item[1])[:k]
+            results.append([([self.labels[i] for i in ids], score) for ids, score in best])
+        return results
+
+    def _nbest_chunks(self, docs: List[Doc], k: int) -> List[List[List[Tuple[tuple, float]]]]:
+        """Per doc, per chunk: up to k (label ids, log probability) pairs."""
+        if not any(len(doc) for doc in docs):
+            return [[[((), 0.0)]] for _ in docs]
+        scores = self._scores(docs)
+        paths, values = nbest_decode(scores, k)
+        with torch.no_grad():
+            log_probs = values - log_partition(scores)[:, None]
+        paths, log_probs = paths.cpu().numpy(), log_probs.cpu().numpy()  # one copy each
+        valid = (values > NEG_INF / 2).cpu().numpy()
+        lengths = self._chunk_lengths(docs)
+        chunks = [
+            [(tuple(paths[row, r, :n].tolist()), float(log_probs[row, r])) for r in range(paths.shape[1]) if valid[row, r]]
+            if n
+            else [((), 0.0)]
+            for row, n in enumerate(lengths)
+        ]
+        per_doc, row = [], 0
+        for n_chunks in (len(chunk_lengths([len(doc)], self._crf_layer.attrs.get("chunk_size", 0))) for doc in docs):
+            per_doc.append(chunks[row : row + n_chunks])
+            row += n_chunks
+        return per_doc
 
     def _by_window(
         self, docs: List[Doc], run: Callable[[List[Doc]], List[numpy.ndarray]]

@@ -10,6 +10,7 @@ from spacy_crf.nn import (
     allowed_from_tags,
     log_partition,
     marginals,
+    nbest_decode,
     negative_log_likelihood,
     path_score,
     viterbi_decode,
@@ -270,3 +271,25 @@ def test_marginals_equal_brute_force(seed, lengths, n_labels):
                 expected[t, y] += p
         assert torch.allclose(probs[b, :length], expected, atol=1e-9)
         assert torch.allclose(probs[b, :length].sum(-1), torch.ones(length, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES[:16])
+def test_nbest_equals_brute_force(seed, lengths, n_labels, k):
+    scores = random_batch(seed, lengths, n_labels)
+    paths, values = nbest_decode(scores, k)
+    assert paths.shape == (len(lengths), k, scores.mask.shape[1])
+    if k == 1:
+        best_paths, best = viterbi_decode(scores)
+        assert torch.equal(paths[:, 0], best_paths)
+        assert torch.allclose(values[:, 0], best)
+    for b, length in enumerate(lengths):
+        if length == 0:
+            continue
+        ranked = sorted((brute_score(scores, b, p) for p in all_paths(length, n_labels)), reverse=True)
+        n = min(k, len(ranked))
+        assert values[b, :n].tolist() == pytest.approx(ranked[:n], abs=1e-9)
+        assert torch.all(torch.isinf(values[b, n:]))
+        for r in range(n):
+            assert brute_score(scores, b, paths[b, r, :length].tolist()) == pytest.approx(values[b, r].item(), abs=1e-9)
+        assert len({tuple(paths[b, r, :length].tolist()) for r in range(n)}) == n

@@ -489,3 +489,47 @@ def test_store_confidence(trained):
         assert [t.tag_ for t in docs[0]] == ["N", "V", "J", "N"]
     finally:
         tagger.cfg["store_confidence"] = False
+
+
+def test_nbest(trained):
+    import itertools
+    import math
+
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc(t) for t in ["I like green eggs", "", "eggs"]]
+    results = tagger.nbest(docs, 5)
+    assert [len(r) for r in results] == [5, 1, 3]
+    assert results[1] == [([], 0.0)]
+    assert results[0][0][0] == ["N", "V", "J", "N"]
+    for doc, ranked in zip(docs, results):
+        probs = [lp for _, lp in ranked]
+        assert probs == sorted(probs, reverse=True)
+        assert all(len(tags) == len(doc) for tags, _ in ranked)
+    # exact: the 3 paths of a one-token doc carry all the probability
+    assert math.isclose(sum(math.exp(lp) for _, lp in results[2]), 1.0, rel_tol=1e-4)
+    assert [t for t, _ in tagger.nbest(docs, 1)[0]] == [["N", "V", "J", "N"]]
+    # windowed docs: the k best of the whole doc are the best sums over windows
+    doc = nlp.make_doc("I like green eggs")
+    whole = tagger.nbest([doc], 4)[0]
+    parts = [tagger.nbest([nlp.make_doc(t)], 4)[0] for t in ["I like", "green eggs"]]
+    expected = sorted(((a + b, la + lb) for (a, la), (b, lb) in itertools.product(*parts)), key=lambda x: -x[1])[:4]
+    tagger.cfg["window"] = 2
+    try:
+        got = tagger.nbest([doc], 4)[0]
+    finally:
+        tagger.cfg["window"] = 8192
+    assert [t for t, _ in got] == [t for t, _ in expected]
+    assert [lp for _, lp in got] == pytest.approx([lp for _, lp in expected], abs=1e-5)
+    # chunked docs: the best of the k equals the Viterbi path of the chunks
+    layer = tagger.model.get_ref("output_layer")
+    layer.attrs["chunk_size"] = 2
+    try:
+        ranked = tagger.nbest([doc], 6)[0]
+        viterbi = [tagger.labels[i] for i in tagger.predict([doc])[0]]
+    finally:
+        layer.attrs["chunk_size"] = 512
+    assert ranked[0][0] == viterbi
+    assert [lp for _, lp in ranked] == sorted((lp for _, lp in ranked), reverse=True)
+    assert len({tuple(t) for t, _ in ranked}) == 6
+    assert whole[0][0] == ["N", "V", "J", "N"]

@@ -275,3 +275,49 @@ def marginals(scores: CRFScores) -> torch.Tensor:
         detached = CRFScores(leaf, mask, transitions.detach(), start.detach(), end.detach())
         (probs,) = torch.autograd.grad(log_partition(detached).sum(), leaf)
     return probs
+
+
+@torch.no_grad()
+def nbest_decode(scores: CRFScores, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The k highest-scoring paths of every sequence (k-best Viterbi), batched.
+
+    Each label keeps its k best partial paths; a step ranks, for every next
+    label, the K * k extensions and keeps the top k. Padded steps carry the
+    lists unchanged, so backtracking (gather, whole batch at once) starts at
+    each sequence's own last token.
+
+    k (int): paths per sequence, >= 1.
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, k, T) long and their scores
+        (B, k) in descending order; a sequence with fewer than k paths has
+        -inf scores in the spare places.
+    """
+    emissions, mask, transitions, start, end = scores
+    dtype = _compute_dtype(emissions)
+    B, T, K = emissions.shape
+    device = emissions.device
+    if T == 0:
+        return torch.zeros(B, k, 0, dtype=torch.long, device=device), emissions.new_zeros(B, k, dtype=dtype)
+    emissions = emissions.to(dtype)
+    transitions = transitions.to(dtype)
+    score = emissions.new_full((B, K, k), float("-inf"))  # shape: (B, K, k)
+    score[:, :, 0] = start.to(dtype) + emissions[:, 0]
+    identity = torch.arange(K * k, device=device).view(1, K, k).expand(B, K, k)
+    history = []
+    for t in range(1, T):
+        # shape: (B, K_prev, K_next, k) -> (B, K_next, K_prev * k)
+        extended = score.unsqueeze(2) + transitions.view(1, K, K, 1)
+        extended = extended.permute(0, 2, 1, 3).reshape(B, K, K * k)
+        best, pointer = extended.topk(k, dim=2)  # shape: (B, K_next, k)
+        step_mask = mask[:, t, None, None]
+        score = torch.where(step_mask, best + emissions[:, t, :, None], score)
+        history.append(torch.where(step_mask, pointer, identity))
+    final = (score + end.to(dtype).view(1, K, 1)).reshape(B, K * k)
+    best_scores, state = final.topk(min(k, K * k), dim=1)  # shape: (B, k)
+    path = [state // k]
+    for pointer in reversed(history):
+        state = pointer.reshape(B, K * k).gather(1, state)
+        path.append(state // k)
+    path.reverse()
+    paths = torch.stack(path, dim=2)  # shape: (B, k, T)
+    best_scores = torch.where(mask[:, :1], best_scores, torch.zeros_like(best_scores))
+    return paths, best_scores
