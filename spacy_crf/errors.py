@@ -61,3 +61,7 @@ class Errors(metaclass=_ErrorsWithCodes):
         "a prefix of the scheme, a hyphen and a type, such as 'B-PER'."
     )
     E014 = "Unknown constraints '{scheme}': expected one of {options}."
+    E015 = (
+        "Component '{name}' has target \"ents\" but constraints '{scheme}': "
+        "entities need a tag scheme, one of {options} (or \"auto\", which is BILUO)."
+    )

@@ -1,7 +1,7 @@
 """Scorer of crf_tagger: token accuracy of the attribute it writes."""
 from typing import Any, Callable, Dict, Iterable
 
-from spacy.scorer import Scorer
+from spacy.scorer import Scorer, get_ner_prf
 from spacy.training import Example
 from spacy.util import registry
 
@@ -11,12 +11,14 @@ TARGET_ATTRS = {"tag": "tag", "pos": "pos"}
 def crf_tagger_score(
     examples: Iterable[Example], *, target: str = "tag", **kwargs: Any
 ) -> Dict[str, Any]:
-    """Score tag_acc (target "tag") or pos_acc (target "pos").
+    """Score tag_acc (target "tag"), pos_acc ("pos") or ents_p/r/f ("ents").
 
     examples (Iterable[Example]): the predicted and gold docs.
     target (str): the attribute the component writes.
     RETURNS (Dict[str, Any]): e.g. {"tag_acc": 0.95}.
     """
+    if target == "ents":
+        return get_ner_prf(examples)
     return Scorer.score_token_attr(examples, TARGET_ATTRS[target], **kwargs)
 
 

@@ -21,6 +21,7 @@ from thinc.model import deserialize_attr
 from .architectures import build_crf_layer
 from .chunking import chunk_lengths, grid_index
 from .constraints import SCHEMES, allowed_transitions
+from .entities import ENTITY_SCHEMES, entity_tags, gold_entity_tags, tags_to_spans
 from .errors import Errors
 from .nn import NEG_INF, CRFScores, allowed_from_tags, log_partition, nbest_decode, negative_log_likelihood, viterbi_decode
 from .nn import marginals as crf_marginals
@@ -47,7 +48,7 @@ subword_features = true
 DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
 
 # target -> (spaCy attribute id, gold attribute name for Example.get_aligned)
-TARGETS = {"tag": (TAG, "TAG"), "pos": (POS, "POS")}
+TARGETS = {"tag": (TAG, "TAG"), "pos": (POS, "POS"), "ents": (None, None)}
 if not Token.has_extension("crf_confidence"):
     Token.set_extension("crf_confidence", default=None)
 
@@ -56,17 +57,24 @@ UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "
 
 @Language.factory(
     "crf_tagger",
-    assigns=["token.tag", "token.pos"],
+    assigns=["token.tag", "token.pos", "doc.ents", "token.ent_iob", "token.ent_type"],
     default_config={
         "model": DEFAULT_CRF_TAGGER_MODEL,
         "target": "tag",
         "overwrite": False,
         "window": 8192,
         "store_confidence": False,
-        "constraints": "none",
+        "constraints": "auto",
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
     },
-    default_score_weights={"tag_acc": 0.5, "pos_acc": 0.5},
+    default_score_weights={
+        "tag_acc": 0.5,
+        "pos_acc": 0.5,
+        "ents_f": 0.5,
+        "ents_p": 0.0,
+        "ents_r": 0.0,
+        "ents_per_type": None,
+    },
 )
 def make_crf_tagger(
     nlp: Language,
@@ -82,14 +90,16 @@ def make_crf_tagger(
     """Create a CRFTagger.
 
     model (Model[List[Doc], CRFScores]): the network, e.g. spacy_crf.BiLSTMCRF.v1.
-    target (str): "tag" writes token.tag_, "pos" writes token.pos_ (UPOS).
+    target (str): "tag" writes token.tag_, "pos" writes token.pos_ (UPOS),
+        "ents" writes doc.ents through the tags of a scheme (BILUO by default).
     overwrite (bool): replace annotation that a doc already has.
     window (int): docs longer than this many tokens are tagged in windows of
         this size, to bound memory; 0 never splits.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
     constraints (str): "none", or a tag scheme ("BIO"/"IOB2", "BILUO",
-        "IOBES") whose invalid transitions get probability exactly 0.
+        "IOBES") whose invalid transitions get probability exactly 0; "auto"
+        is "BILUO" for target "ents" and "none" otherwise.
     scorer (Optional[Callable]): scores tag_acc or pos_acc, to match target.
     """
     return CRFTagger(
@@ -122,7 +132,7 @@ class CRFTagger(TrainablePipe):
         overwrite: bool = False,
         window: int = 8192,
         store_confidence: bool = False,
-        constraints: str = "none",
+        constraints: str = "auto",
         scorer: Optional[Callable] = crf_tagger_score,
     ) -> None:
         """Initialize a CRF tagger.
@@ -141,8 +151,10 @@ class CRFTagger(TrainablePipe):
             raise ValueError(
                 Errors.E001.format(target=target, name=name, options=list(TARGETS))
             )
-        if constraints not in SCHEMES:
-            raise ValueError(Errors.E014.format(scheme=constraints, options=list(SCHEMES)))
+        if constraints not in SCHEMES + ("auto",):
+            raise ValueError(Errors.E014.format(scheme=constraints, options=list(SCHEMES) + ["auto"]))
+        if target == "ents" and constraints not in ENTITY_SCHEMES + ("auto",):
+            raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -169,6 +181,14 @@ class CRFTagger(TrainablePipe):
         return self.labels
 
     @property
+    def _scheme(self) -> str:
+        """The tag scheme in force: constraints, with "auto" resolved."""
+        scheme = self.cfg.get("constraints", "none")
+        if scheme == "auto":
+            return "BILUO" if self.cfg["target"] == "ents" else "none"
+        return scheme
+
+    @property
     def _crf_layer(self) -> Model:
         return self.model.get_ref("output_layer")
 
@@ -180,6 +200,8 @@ class CRFTagger(TrainablePipe):
         """
         if not isinstance(label, str):
             raise ValueError(Errors.E010.format(type=type(label).__name__, label=label))
+        if self.cfg["target"] == "ents" and label != "O" and "-" not in label:
+            return max([self.add_label(tag) for tag in entity_tags([label], self._scheme)])
         if label in self.labels:
             return 0
         if self.cfg["target"] == "pos" and label not in UPOS_TAGS:
@@ -211,7 +233,10 @@ class CRFTagger(TrainablePipe):
         util.check_lexeme_norms(self.vocab, "crf_tagger")
         self._crf_layer.layers.clear()  # re-initializing starts afresh
         self.cfg["labels"] = []
-        if labels is None:
+        if labels is None and self.cfg["target"] == "ents":
+            types = {ent.label_ for example in get_examples() for ent in example.y.ents}
+            labels = entity_tags(types, self._scheme) if types else []
+        elif labels is None:
             attr = self.cfg["target"] + "_"
             found = {
                 getattr(token, attr).lstrip("!")
@@ -226,10 +251,10 @@ class CRFTagger(TrainablePipe):
                 Errors.E005.format(
                     name=self.name,
                     target=self.cfg["target"],
-                    attr=f"token.{self.cfg['target']}_",
+                    attr="doc.ents" if self.cfg["target"] == "ents" else f"token.{self.cfg['target']}_",
                 )
             )
-        allowed_transitions(self.labels, self.cfg.get("constraints", "none"))  # E013 early
+        allowed_transitions(self.labels, self._scheme)  # E013 early
         doc_sample = [example.x for example in islice(get_examples(), 10)]
         self._crf_layer.set_dim("nO", len(self.labels), force=True)
         self.model.initialize(X=doc_sample)
@@ -372,7 +397,7 @@ class CRFTagger(TrainablePipe):
     def _constrain(self, scores: CRFScores) -> CRFScores:
         """Forbidden transitions, starts and ends of the tag scheme get a fixed
         log(0) (differentiable: the forbidden entries get no gradient)."""
-        scheme = self.cfg.get("constraints", "none")
+        scheme = self._scheme
         if scheme == "none":
             return scores
         emissions, mask, transitions, start, end = scores
@@ -428,6 +453,9 @@ class CRFTagger(TrainablePipe):
         """
         if isinstance(docs, Doc):
             docs = [docs]
+        if self.cfg["target"] == "ents":
+            self._set_entities(docs, batch_tag_ids)
+            return
         attr = TARGETS[self.cfg["target"]][0]
         if attr == POS:
             values = [UPOS_IDS[label] for label in self.labels]
@@ -442,6 +470,16 @@ class CRFTagger(TrainablePipe):
                 old = doc.to_array(attr)
                 new = numpy.where(old == 0, new, old)
             doc.from_array([attr], new.reshape(-1, 1))
+
+    def _set_entities(self, docs: Iterable[Doc], batch_tag_ids: List[numpy.ndarray]) -> None:
+        for doc, tag_ids in zip(docs, batch_tag_ids):
+            spans = tags_to_spans(doc, [self.labels[i] for i in tag_ids], self._scheme)
+            if self.cfg["overwrite"]:
+                doc.ents = spans
+            else:
+                taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}
+                new = [s for s in spans if not taken.intersection(range(s.start, s.end))]
+                doc.set_ents(list(doc.ents) + new, default="unmodified")
 
     def update(
         self,
@@ -530,8 +568,11 @@ class CRFTagger(TrainablePipe):
         """Gold label ids (-1: unknown) and excluded ids ("!TAG"; -1: none),
         one per predicted token of all examples, in order."""
         index = {label: i for i, label in enumerate(self.labels)}
-        gold_attr = TARGETS[self.cfg["target"]][1]
-        values = [value for eg in examples for value in eg.get_aligned(gold_attr, as_string=True)]
+        if self.cfg["target"] == "ents":
+            values = [value for eg in examples for value in gold_entity_tags(eg, self._scheme)]
+        else:
+            gold_attr = TARGETS[self.cfg["target"]][1]
+            values = [v for eg in examples for v in eg.get_aligned(gold_attr, as_string=True)]
         tags = numpy.full(len(values), -1, dtype="int64")
         excluded = numpy.full(len(values), -1, dtype="int64")
         for i, value in enumerate(values):

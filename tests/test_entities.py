@@ -1,0 +1,93 @@
+"""target = "ents": crf_tagger as a named entity recogniser writing doc.ents."""
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_crf.entities import entity_tags, tags_to_spans
+
+from .test_constraints import valid_reference
+from .test_tagger import SMALL_MODEL, make_nlp, train
+
+NER_DATA = [
+    ("Anna lives in New York City", [(0, 4, "PER"), (14, 27, "LOC")]),
+    ("New York loves Anna Smith", [(0, 8, "LOC"), (15, 25, "PER")]),
+    ("I like Berlin", [(7, 13, "LOC")]),
+]
+
+
+def ner_examples(nlp, data=NER_DATA):
+    return [Example.from_dict(nlp.make_doc(text), {"entities": ents}) for text, ents in data]
+
+
+def ents_of(doc):
+    return [(e.start_char, e.end_char, e.label_) for e in doc.ents]
+
+
+@pytest.mark.parametrize("scheme", ["auto", "BILUO", "BIO", "IOBES"])
+def test_ner_overfitting_and_roundtrip(scheme, tmp_path):
+    nlp = make_nlp(target="ents", constraints=scheme)
+    examples = ner_examples(nlp)
+    train(nlp, examples, steps=80)
+    tagger = nlp.get_pipe("crf_tagger")
+    assert "O" in tagger.labels and ("U-PER" in tagger.labels) == (scheme in ("auto", "BILUO"))
+    for text, ents in NER_DATA:
+        assert ents_of(nlp(text)) == ents
+    scores = nlp.evaluate(examples)
+    assert scores["ents_f"] == 1.0
+    nlp.to_disk(tmp_path)
+    nlp2 = spacy.load(tmp_path)
+    for text, ents in NER_DATA:
+        assert ents_of(nlp2(text)) == ents
+
+
+def test_missing_entity_annotation_is_partial():
+    nlp = make_nlp(target="ents")
+    examples = ner_examples(nlp)
+    nlp.initialize(lambda: examples)
+    tagger = nlp.get_pipe("crf_tagger")
+    doc = nlp.make_doc("Anna lives in Rome")
+    reference = Doc(nlp.vocab, words=["Anna", "lives", "in", "Rome"], ents=["B-PER", "O", "O", ""])
+    tags, _ = tagger._gold_ids([Example(doc, reference)])
+    assert tags[3] == -1 and tags[0] == tagger.labels.index("U-PER")
+    unannotated = Example(nlp.make_doc("Rome"), nlp.make_doc("Rome"))
+    scores = tagger.model.predict([unannotated.predicted])
+    assert tagger.get_loss([unannotated], scores)[0] == 0.0
+
+
+def test_overwrite_keeps_existing_entities():
+    nlp = make_nlp(target="ents")
+    train(nlp, ner_examples(nlp), steps=80)
+    doc = nlp.make_doc("Anna lives in New York City")
+    doc.ents = [doc.char_span(0, 4, label="CUSTOM")]
+    doc = nlp.get_pipe("crf_tagger")(doc)
+    assert ents_of(doc) == [(0, 4, "CUSTOM"), (14, 27, "LOC")]
+
+
+def test_add_label_with_entity_type():
+    nlp = make_nlp(target="ents", constraints="BIO")
+    tagger = nlp.get_pipe("crf_tagger")
+    assert tagger.add_label("PER") == 1
+    assert tagger.labels == ("B-PER", "I-PER", "O")
+    assert tagger.add_label("PER") == 0
+    assert entity_tags(["LOC", "PER"], "BILUO")[:4] == ["B-LOC", "B-PER", "I-LOC", "I-PER"]
+
+
+def test_ents_need_a_scheme():
+    with pytest.raises(ValueError, match=r"\[E015\]"):
+        make_nlp(target="ents", constraints="none")
+
+
+def test_tags_to_spans_bio():
+    doc = Doc(spacy.blank("en").vocab, words=["a", "b", "c", "d", "e"])
+    spans = tags_to_spans(doc, ["B-X", "I-X", "B-X", "O", "B-Y"], "BIO")
+    assert [(s.start, s.end, s.label_) for s in spans] == [(0, 2, "X"), (2, 3, "X"), (4, 5, "Y")]
+
+
+def test_predictions_are_valid_biluo_on_unseen_text():
+    nlp = make_nlp(target="ents", model={**SMALL_MODEL, "chunk_size": 3})
+    train(nlp, ner_examples(nlp), steps=20)
+    tagger = nlp.get_pipe("crf_tagger")
+    for text in ["City York New Anna Smith lives", "in in in", "Berlin Berlin Berlin Berlin"]:
+        ids = tagger.predict([nlp.make_doc(text)])[0]
+        assert valid_reference([tagger.labels[i] for i in ids], "BILUO")
