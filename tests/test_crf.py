@@ -293,3 +293,19 @@ def test_nbest_equals_brute_force(seed, lengths, n_labels, k):
         for r in range(n):
             assert brute_score(scores, b, paths[b, r, :length].tolist()) == pytest.approx(values[b, r].item(), abs=1e-9)
         assert len({tuple(paths[b, r, :length].tolist()) for r in range(n)}) == n
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_marginals_agree_with_the_nll_of_forced_labels(seed):
+    """p(y_t = j) = exp(-NLL) when only token t is labelled, with label j."""
+    lengths, K = [4, 1, 3], 3
+    scores = random_batch(seed, lengths, K)
+    probs = marginals(scores)
+    for t in range(4):
+        for j in range(K):
+            tags = torch.full(scores.mask.shape, -1)
+            tags[:, t] = j
+            nll = negative_log_likelihood(scores, allowed_from_tags(tags, K))
+            for b, length in enumerate(lengths):
+                if t < length:
+                    assert float(torch.exp(-nll[b])) == pytest.approx(float(probs[b, t, j]), abs=1e-9)
