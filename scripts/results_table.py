@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 NAMES = {
+    "ner": "crf_tagger NER (BILUO constraints)",
+    "ner_baseline": "spaCy ner (efficiency CNN)",
     "baseline": "spaCy tagger (efficiency CNN)",
     "cpu": "crf_tagger, CPU config",
     "softmax": "crf_tagger softmax ablation",
@@ -24,22 +26,39 @@ def percent(value):
 def main(metrics_dir: str) -> None:
     metrics = Path(metrics_dir)
     root = metrics.parent
+    taggers, recognisers = [], []
+    for path in sorted(metrics.glob("*.json")):
+        scores = json.loads(path.read_text())
+        if "tag_acc" in scores or "pos_acc" in scores:
+            taggers.append((path.stem, scores))
+        elif "ents_f" in scores:
+            recognisers.append((path.stem, scores))
+
+    def train_time(config):
+        time_path = root / "training" / config / "train_time.json"
+        if not time_path.exists():
+            return "-"
+        return f"{json.loads(time_path.read_text())['train_seconds'] / 60:.1f} min"
+
     print("| pipeline | config | tag_acc | pos_acc | train time | words/s |")
     print("|---|---|---|---|---|---|")
-    for path in sorted(metrics.glob("*.json")):
-        if path.stem.endswith("-speed"):
-            continue
-        config = path.stem
-        scores = json.loads(path.read_text())
+    for config, scores in taggers:
         speed_path = metrics / f"{config}-speed.json"
         speed = json.loads(speed_path.read_text())["words_per_second"] if speed_path.exists() else None
-        time_path = root / "training" / config / "train_time.json"
-        seconds = json.loads(time_path.read_text())["train_seconds"] if time_path.exists() else None
         print(
             f"| {NAMES.get(config, config)} | `configs/{config}.cfg` | {percent(scores.get('tag_acc'))} "
-            f"| {percent(scores.get('pos_acc'))} | {'-' if seconds is None else f'{seconds / 60:.1f} min'} "
+            f"| {percent(scores.get('pos_acc'))} | {train_time(config)} "
             f"| {'-' if speed is None else f'{speed:,}'} |"
         )
+    if recognisers:
+        print()
+        print("| pipeline | config | ents_p | ents_r | ents_f | train time |")
+        print("|---|---|---|---|---|---|")
+        for config, scores in recognisers:
+            print(
+                f"| {NAMES.get(config, config)} | `configs/{config}.cfg` | {percent(scores['ents_p'])} "
+                f"| {percent(scores['ents_r'])} | {percent(scores['ents_f'])} | {train_time(config)} |"
+            )
 
 
 if __name__ == "__main__":
