@@ -14,6 +14,7 @@ NAMES = {
     "ner_baseline": "spaCy ner (efficiency CNN)",
     "baseline": "spaCy tagger (efficiency CNN)",
     "cpu": "crf_tagger, CPU config",
+    "cpu_fast": "crf_tagger, fast CPU config",
     "softmax": "crf_tagger softmax ablation",
     "transformer": "crf_tagger + transformer",
 }
