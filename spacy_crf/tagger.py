@@ -380,7 +380,8 @@ class CRFTagger(TrainablePipe):
         if not long_ids:
             return run(docs)
         results: List[Optional[numpy.ndarray]] = [None] * len(docs)
-        short_ids = [i for i in range(len(docs)) if i not in set(long_ids)]
+        long_set = set(long_ids)
+        short_ids = [i for i in range(len(docs)) if i not in long_set]
         for i, result in zip(short_ids, run([docs[i] for i in short_ids])):
             results[i] = result
         for i in long_ids:

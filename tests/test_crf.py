@@ -309,3 +309,20 @@ def test_marginals_agree_with_the_nll_of_forced_labels(seed):
             for b, length in enumerate(lengths):
                 if t < length:
                     assert float(torch.exp(-nll[b])) == pytest.approx(float(probs[b, t, j]), abs=1e-9)
+
+
+def test_shape_errors_name_the_shapes():
+    scores = random_batch(0, [2, 1], 3)
+    bad = [
+        CRFScores(scores.emissions[0], *scores[1:]),
+        CRFScores(scores.emissions, scores.mask[:, :1], *scores[2:]),
+        CRFScores(scores.emissions, scores.mask.int(), *scores[2:]),
+        CRFScores(*scores[:2], scores.transitions[:2], *scores[3:]),
+        CRFScores(*scores[:3], scores.start[:2], scores.end),
+    ]
+    for broken in bad:
+        for fn in (log_partition, viterbi_decode, lambda s: nbest_decode(s, 2)):
+            with pytest.raises(ValueError, match=r"must be"):
+                fn(broken)
+    with pytest.raises(ValueError, match=r"allowed must be \(2, 2, 3\)"):
+        negative_log_likelihood(scores, torch.ones(2, 2, 2, dtype=torch.bool))

@@ -106,6 +106,7 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
 
     RETURNS (Tensor): (B,) the log-sum-exp of Score(x, y) over all paths y.
     """
+    check_scores(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
@@ -231,6 +232,7 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
         device (values at padded steps repeat the last real label), and their
         scores, (B,) (0 for an empty sequence).
     """
+    check_scores(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     B, T, K = emissions.shape
@@ -291,6 +293,7 @@ def nbest_decode(scores: CRFScores, k: int) -> Tuple[torch.Tensor, torch.Tensor]
         (B, k) in descending order; a sequence with fewer than k paths has
         -inf scores in the spare places.
     """
+    check_scores(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     B, T, K = emissions.shape
