@@ -327,13 +327,7 @@ class CRFTagger(TrainablePipe):
             (tags, log probability) pairs in descending order; one tag per token.
         """
         docs = list(docs)
-        window = self.cfg.get("window") or 0
-        parts = [
-            [doc[i : i + window].as_doc() for i in range(0, len(doc), window)]
-            if window and len(doc) > window
-            else [doc]
-            for doc in docs
-        ]
+        parts = [self._windows(doc) for doc in docs]
         flat = [part for doc_parts in parts for part in doc_parts]
         chunk_lists = self._nbest_chunks(flat, k)
         results = []
@@ -355,21 +349,33 @@ class CRFTagger(TrainablePipe):
         scores = self._scores(docs)
         paths, values = nbest_decode(scores, k)
         with torch.no_grad():
-            log_probs = values - log_partition(scores)[:, None]
-        paths, log_probs = paths.cpu().numpy(), log_probs.cpu().numpy()  # one copy each
-        valid = (values > NEG_INF / 2).cpu().numpy()
-        lengths = self._chunk_lengths(docs)
-        chunks = [
-            [(tuple(paths[row, r, :n].tolist()), float(log_probs[row, r])) for r in range(paths.shape[1]) if valid[row, r]]
-            if n
-            else [((), 0.0)]
-            for row, n in enumerate(lengths)
-        ]
+            log_z = log_partition(scores)
+        # one copy for the paths, one for the scores and log Z
+        paths = paths.cpu().numpy()
+        host = torch.cat([values, log_z[:, None].to(values.dtype)], dim=1).cpu().numpy()
+        values, log_z = host[:, :-1], host[:, -1:]
+        valid, log_probs = values > NEG_INF / 2, values - log_z
+        chunk_size = self._crf_layer.attrs.get("chunk_size", 0)
         per_doc, row = [], 0
-        for n_chunks in (len(chunk_lengths([len(doc)], self._crf_layer.attrs.get("chunk_size", 0))) for doc in docs):
-            per_doc.append(chunks[row : row + n_chunks])
-            row += n_chunks
+        for doc in docs:
+            doc_chunks = []
+            for n in chunk_lengths([len(doc)], chunk_size):
+                ranked = [
+                    (tuple(paths[row, r, :n].tolist()), float(log_probs[row, r]))
+                    for r in range(paths.shape[1])
+                    if valid[row, r]
+                ]
+                doc_chunks.append(ranked if n else [((), 0.0)])
+                row += 1
+            per_doc.append(doc_chunks)
         return per_doc
+
+    def _windows(self, doc: Doc) -> List[Doc]:
+        """The doc itself, or its windows (docs of `window` tokens) if longer."""
+        window = self.cfg.get("window") or 0
+        if not window or len(doc) <= window:
+            return [doc]
+        return [doc[start : start + window].as_doc() for start in range(0, len(doc), window)]
 
     def _by_window(
         self, docs: List[Doc], run: Callable[[List[Doc]], List[numpy.ndarray]]
@@ -384,10 +390,8 @@ class CRFTagger(TrainablePipe):
         short_ids = [i for i in range(len(docs)) if i not in long_set]
         for i, result in zip(short_ids, run([docs[i] for i in short_ids])):
             results[i] = result
-        for i in long_ids:
-            doc = docs[i]
-            spans = [doc[start : start + window].as_doc() for start in range(0, len(doc), window)]
-            results[i] = numpy.concatenate([run([span])[0] for span in spans])
+        for i in long_ids:  # one window at a time: memory stays bounded
+            results[i] = numpy.concatenate([run([part])[0] for part in self._windows(docs[i])])
         return results  # type: ignore[return-value]
 
     def _scores(self, docs: List[Doc]) -> CRFScores:
