@@ -14,6 +14,7 @@ from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2, chain, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from .averaging_shim import AveragingPyTorchShim
 from .chunking import chunk_lengths
 from .errors import Errors
 from .nn import BiLSTMCRF, CRFScores
@@ -28,6 +29,7 @@ def build_bilstm_crf(
     crf: bool = True,
     chunk_size: int = 512,
     nO: Optional[int] = None,
+    input_dropout: float = 0.0,
 ) -> Model[List[Doc], CRFScores]:
     """Build a BiLSTM-CRF tagger on top of any tok2vec.
 
@@ -35,13 +37,14 @@ def build_bilstm_crf(
         spacy.Tok2Vec.v2, a spacy.Tok2VecListener.v1 or a transformer listener.
     hidden_width (int): LSTM hidden size per direction.
     depth (int): number of BiLSTM layers; 0 means a CRF on the tok2vec output.
-    dropout (float): dropout inside the torch network.
+    dropout (float): dropout on the BiLSTM outputs (and between its layers).
     crf (bool): False fixes the transition scores at zero: a per-token softmax
         trained with cross-entropy, for ablations.
     chunk_size (int): docs longer than this are cut into near-equal chunks,
         each its own CRF sequence (bounded memory, a short time loop); 0 never
         cuts. Docs up to this length are decoded whole.
     nO (Optional[int]): number of labels; set by the component from its labels.
+    input_dropout (float): dropout on the token vectors entering the BiLSTM.
     RETURNS (Model[List[Doc], CRFScores]): padded CRF scores for a batch of docs.
     """
     crf_layer: Model[List[Floats2d], CRFScores] = Model(
@@ -55,6 +58,7 @@ def build_bilstm_crf(
             "dropout": dropout,
             "crf": crf,
             "chunk_size": chunk_size,
+            "input_dropout": input_dropout,
         },
     )
     model = chain(tok2vec, crf_layer)
@@ -78,10 +82,13 @@ def build_crf_layer(crf_layer: Model) -> None:
         depth=crf_layer.attrs["depth"],
         dropout=crf_layer.attrs["dropout"],
         learn_transitions=crf_layer.attrs["crf"],
+        input_dropout=crf_layer.attrs.get("input_dropout", 0.0),
     )
     wrapper = PyTorchWrapper_v2(
         network, convert_inputs=_convert_inputs, convert_outputs=_convert_outputs
     )
+    # Same shim, but averaged weights (use_averages = true) reach torch too.
+    wrapper.shims[0] = AveragingPyTorchShim(network)
     crf_layer.layers.append(wrapper)
 
 

@@ -533,3 +533,28 @@ def test_nbest(trained):
     assert [lp for _, lp in ranked] == sorted((lp for _, lp in ranked), reverse=True)
     assert len({tuple(t) for t, _ in ranked}) == 6
     assert whole[0][0] == ["N", "V", "J", "N"]
+
+
+def test_averaged_weights_reach_the_torch_network():
+    """With use_averages, nlp.use_params swaps the optimizer's averages into the
+    torch parameters too (Thinc's PyTorchShim keys them differently), and puts
+    the trained weights back afterwards."""
+    nlp = make_nlp()
+    examples = make_examples(nlp)
+    nlp.initialize(get_examples=lambda: examples)
+    optimizer = spacy.util.registry.resolve(
+        {"o": {"@optimizers": "Adam.v1", "learn_rate": 0.01, "use_averages": True}}
+    )["o"]
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    shim = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]
+    network = shim._model
+    trained = {k: v.clone() for k, v in network.state_dict().items()}
+    averages = {k[1]: v for k, v in optimizer.averages.items() if k[0] == shim.id}
+    assert "transitions" in averages and "lstm.weight_hh_l0" in averages
+    with nlp.use_params(optimizer.averages):
+        for name, value in averages.items():
+            assert numpy.allclose(network.state_dict()[name].numpy(), value)
+        assert not torch.equal(network.transitions, trained["transitions"])
+    for name, value in network.state_dict().items():
+        assert torch.equal(value, trained[name])

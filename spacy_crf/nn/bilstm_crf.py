@@ -20,6 +20,7 @@ class BiLSTMCRF(nn.Module):
     dropout (float): dropout on the LSTM outputs (and between LSTM layers).
     learn_transitions (bool): False fixes transition, start and end scores at
         zero, which turns the CRF into a per-token softmax (the ablation).
+    input_dropout (float): dropout on the token vectors fed in.
     """
 
     def __init__(
@@ -31,6 +32,7 @@ class BiLSTMCRF(nn.Module):
         depth: int = 1,
         dropout: float = 0.0,
         learn_transitions: bool = True,
+        input_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.n_inputs = n_inputs
@@ -47,6 +49,7 @@ class BiLSTMCRF(nn.Module):
             )
             width = 2 * hidden_width
         self.dropout = nn.Dropout(dropout)
+        self.input_dropout = nn.Dropout(input_dropout)
         self.emission = nn.Linear(width, n_labels)
         zeros_kk = torch.zeros(n_labels, n_labels)
         zeros_k = torch.zeros(n_labels)
@@ -69,14 +72,14 @@ class BiLSTMCRF(nn.Module):
         """
         B, T, _ = inputs.shape
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
-        hidden = inputs
+        hidden = self.input_dropout(inputs)
         if self.lstm is not None and B == 0:
             hidden = inputs.new_zeros(0, T, self.emission.in_features)
         elif self.lstm is not None:
             # Packing keeps padding out of the backward direction; empty rows
             # run one zero step whose output the mask discards.
             packed = pack_padded_sequence(
-                inputs, lengths.clamp(min=1), batch_first=True, enforce_sorted=False
+                hidden, lengths.clamp(min=1), batch_first=True, enforce_sorted=False
             )
             output, _ = self.lstm(packed)
             hidden, _ = pad_packed_sequence(output, batch_first=True, total_length=T)

@@ -1,0 +1,58 @@
+"""configs/transformer.cfg trains with `spacy train` on a tiny, randomly
+initialised BERT saved to a temporary folder (never the Hugging Face hub)."""
+import json
+
+import pytest
+import spacy
+
+from .test_config import CONFIGS, SENTENCES, run_spacy, write_docbin
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("spacy_transformers")
+
+
+def save_tiny_bert(path):
+    """A 1-layer BERT of width 32 and a word-level vocabulary of the test words."""
+    words = sorted({w.lower() for ws, _ in SENTENCES for w in ws} | {"ham", "like"})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    path.mkdir()
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
+    config = transformers.BertConfig(
+        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+    )
+    transformers.BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+@pytest.mark.slow
+def test_transformer_config_trains_and_tags(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    save_tiny_bert(tmp_path / "tiny-bert")
+    write_docbin(tmp_path / "train.spacy")
+    run_spacy(
+        "train", str(CONFIGS / "transformer.cfg"),
+        "--output", str(tmp_path / "out"),
+        "--paths.train", str(tmp_path / "train.spacy"),
+        "--paths.dev", str(tmp_path / "train.spacy"),
+        "--paths.transformer", str(tmp_path / "tiny-bert"),
+        "--training.max_steps", "60",
+        "--training.eval_frequency", "20",
+        "--training.optimizer.learn_rate.initial_rate", "0.003",
+        "--training.optimizer.learn_rate.warmup_steps", "5",
+    )
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    assert nlp.pipe_names == ["transformer", "crf_tagger"]
+    assert set(nlp.get_pipe("crf_tagger").labels) == {t for _, ts in SENTENCES for t in ts}
+    # the listener passed gradients back: the pipeline fits its training data
+    run_spacy(
+        "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"),
+        "--output", str(tmp_path / "scores.json"),
+    )
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert scores["tag_acc"] >= 0.9, scores
+    words, tags = SENTENCES[0]
+    doc = nlp(spacy.tokens.Doc(nlp.vocab, words=words))
+    assert [t.tag_ for t in doc] == tags
