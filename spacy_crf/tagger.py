@@ -20,6 +20,7 @@ from thinc.model import deserialize_attr
 
 from .architectures import build_crf_layer
 from .chunking import chunk_lengths, grid_index
+from .embed import set_known_words
 from .constraints import SCHEMES, allowed_transitions
 from .entities import ENTITY_SCHEMES, entity_tags, gold_entity_tags, tags_to_spans
 from .errors import Errors
@@ -255,6 +256,8 @@ class CRFTagger(TrainablePipe):
                 )
             )
         allowed_transitions(self.labels, self._scheme)  # E013 early
+        # words the embedding may keep (min_count): counted over all the data
+        set_known_words(self.model, [example.x for example in get_examples()])
         doc_sample = [example.x for example in islice(get_examples(), 10)]
         self._crf_layer.set_dim("nO", len(self.labels), force=True)
         self.model.initialize(X=doc_sample)

@@ -135,10 +135,11 @@ def test_nll_is_zero_without_known_labels():
     assert torch.equal(negative_log_likelihood(scores, allowed), torch.zeros(3, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("compact", [True, False])
 @pytest.mark.parametrize("seed,lengths,n_labels", CASES)
-def test_viterbi_equals_brute_force(seed, lengths, n_labels):
+def test_viterbi_equals_brute_force(seed, lengths, n_labels, compact):
     scores = random_batch(seed, lengths, n_labels)
-    paths, best = viterbi_decode(scores)
+    paths, best = viterbi_decode(scores, compact=compact)
     assert paths.shape == scores.mask.shape and paths.dtype == torch.long
     for b, length in enumerate(lengths):
         if length == 0:
@@ -152,6 +153,23 @@ def test_viterbi_equals_brute_force(seed, lengths, n_labels):
         # padded steps repeat the last label: backtracking began at this
         # sequence's own last token
         assert set(paths[b, length - 1 :].tolist()) == {paths[b, length - 1].item()}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compact_and_masked_viterbi_agree_on_random_batches(dtype):
+    """The length-ordered (CPU) and whole-batch (GPU) loops give the same
+    paths and scores, ties included, on batches with empty and length-1 rows."""
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(20):
+        B = int(torch.randint(1, 40, (1,), generator=gen))
+        lengths = torch.randint(0, 25, (B,), generator=gen).tolist()
+        scores = random_batch(trial, lengths, 1 + trial % 7, dtype=dtype)
+        if trial % 4 == 0:  # integer scores: many tied paths
+            scores = CRFScores(scores.emissions.round(), scores.mask, scores.transitions.round(), *scores[3:])
+        compact_paths, compact_best = viterbi_decode(scores, compact=True)
+        masked_paths, masked_best = viterbi_decode(scores, compact=False)
+        assert torch.equal(compact_paths, masked_paths)
+        assert torch.equal(compact_best, masked_best)
 
 
 def test_viterbi_matches_unpadded_decoding():

@@ -5,6 +5,7 @@ import spacy
 import torch
 from spacy.tokens import Doc
 from spacy.training import Example
+from thinc.api import fix_random_seed
 
 from spacy_crf import CRFTagger
 from spacy_crf.nn import CRFScores
@@ -85,6 +86,8 @@ def tags_of(nlp, texts, attr="tag_"):
 
 @pytest.fixture(scope="module")
 def trained():
+    # module-scoped fixtures run before the autouse `seeded` one: seed here
+    fix_random_seed(0)
     nlp = make_nlp()
     losses = train(nlp, make_examples(nlp))
     return nlp, losses

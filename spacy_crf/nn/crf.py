@@ -11,7 +11,7 @@ Pure torch, no spaCy. Every function works on a padded batch:
 A sequence of length 0 (its mask row all False) has log-partition 0, NLL 0 and
 an empty path. Computation runs in float32 or wider, whatever the input dtype.
 """
-from typing import NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -218,7 +218,9 @@ def negative_log_likelihood(
 
 
 @torch.no_grad()
-def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
+def viterbi_decode(
+    scores: CRFScores, *, compact: Optional[bool] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """The highest-scoring path of every sequence in the batch.
 
     The forward pass keeps only the max-product scores, in a (K, B) layout so
@@ -228,6 +230,13 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     chosen label: a (K, B) argmax per step. Padded steps keep the label, so
     every sequence starts backtracking at its own last token.
 
+    compact (Optional[bool]): True orders the batch by length (a permutation,
+        undone at the end) so that the sequences still running at a step are a
+        prefix of it, and each step works on that prefix only: work follows the
+        real tokens, not B * T. It needs the number of running sequences per
+        step on the host (one small copy before the loop). False runs every
+        step over the whole batch with masks and no host copy. None (default):
+        compact on CPU, whole batch on GPU. Both give the same result.
     RETURNS (Tuple[Tensor, Tensor]): the paths, (B, T) long on the input's
         device (values at padded steps repeat the last real label), and their
         scores, (B,) (0 for an empty sequence).
@@ -238,28 +247,121 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     B, T, K = emissions.shape
     if T == 0:
         return mask.new_zeros((B, 0), dtype=torch.long), emissions.new_zeros(B, dtype=dtype)
-    emissions_t = emissions.to(dtype).permute(1, 2, 0).contiguous()  # shape: (T, K, B)
-    mask_t = mask.t().unsqueeze(1)  # shape: (T, 1, B)
     transitions = transitions.to(dtype)
-    incoming = transitions.unsqueeze(2)  # shape: (K_prev, K_next, 1)
-    history = emissions_t.new_empty(T, K, B)
-    buffer = emissions_t.new_empty(K, K, B)
-    score = start.to(dtype)[:, None] + emissions_t[0]  # shape: (K, B)
+    start = start.to(dtype)
+    end = end.to(dtype)
+    if compact is None:
+        compact = emissions.device.type == "cpu"
+    emissions = emissions.to(dtype)
+    if not compact:
+        paths, best_score = _viterbi_masked(emissions, mask, transitions, start, end)
+    else:
+        lengths = mask.sum(1)
+        order = torch.argsort(lengths, descending=True, stable=True)
+        steps = torch.arange(T, device=mask.device)
+        running = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
+        paths, best_score = _viterbi_compact(
+            emissions.index_select(0, order), running, transitions, start, end
+        )
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(B, device=order.device)
+        paths, best_score = paths.index_select(0, inverse), best_score[inverse]
+    best_score = torch.where(mask[:, 0], best_score, torch.zeros_like(best_score))
+    return paths, best_score
+
+
+def _max_plus_step(score: torch.Tensor, incoming: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:
+    """max_i (score[b, i] + transitions[i, j]) for every row b and label j.
+
+    The sums are laid out (K_prev, B, K_next), so the max over previous labels
+    reduces over the leading axis: an elementwise max of K contiguous (B, K)
+    slabs, which lands straight back in the (B, K) layout of the scores.
+
+    score (Tensor): (B, K). incoming (Tensor): (K_prev, 1, K_next), the
+    transitions. buffer (Tensor): at least K * B * K elements of scratch.
+    RETURNS (Tensor): (B, K_next).
+    """
+    B, K = score.shape
+    sums = buffer[: K * B * K].view(K, B, K)
+    torch.add(score.t().unsqueeze(2), incoming, out=sums)
+    return sums.view(K, B * K).amax(dim=0).view(B, K)
+
+
+def _viterbi_masked(
+    emissions: torch.Tensor,
+    mask: torch.Tensor,
+    transitions: torch.Tensor,
+    start: torch.Tensor,
+    end: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Viterbi over the whole batch at every step; padded steps keep their score.
+
+    No host copy inside the loop (the GPU path).
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) and scores (B,).
+    """
+    B, T, K = emissions.shape
+    incoming = transitions.unsqueeze(1)  # shape: (K_prev, 1, K_next)
+    transitions_t = transitions.t().contiguous()  # row j: the scores into j
+    history = emissions.new_empty(T, B, K)
+    buffer = emissions.new_empty(K * B * K)
+    score = start + emissions[:, 0]  # shape: (B, K)
     history[0] = score
     for t in range(1, T):
-        torch.add(score.unsqueeze(1), incoming, out=buffer)  # shape: (K_prev, K_next, B)
-        best = buffer.amax(dim=0).add_(emissions_t[t])  # shape: (K_next, B)
-        score = torch.where(mask_t[t], best, score)
+        best = _max_plus_step(score, incoming, buffer).add_(emissions[:, t])
+        score = torch.where(mask[:, t, None], best, score)
         history[t] = score
-    best_score, label = (score + end.to(dtype)[:, None]).max(dim=0)  # shape: (B,)
+    best_score, label = (score + end).max(dim=1)  # shape: (B,)
     paths = torch.empty(T, B, dtype=torch.long, device=emissions.device)
     paths[T - 1] = label
     for t in range(T - 1, 0, -1):
         # the best predecessor of each sequence's label at step t
-        previous = (history[t - 1] + transitions.index_select(1, label)).max(dim=0).indices
-        label = torch.where(mask_t[t, 0], previous, label)
+        previous = (history[t - 1] + transitions_t.index_select(0, label)).argmax(dim=1)
+        label = torch.where(mask[:, t], previous, label)
         paths[t - 1] = label
-    best_score = torch.where(mask[:, 0], best_score, torch.zeros_like(best_score))
+    return paths.t().contiguous(), best_score
+
+
+def _viterbi_compact(
+    emissions: torch.Tensor,
+    running: List[int],
+    transitions: torch.Tensor,
+    start: torch.Tensor,
+    end: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Viterbi over a batch ordered by length, longest first.
+
+    emissions (Tensor): (B, T, K), rows ordered by descending length.
+    running (List[int]): for each step t, how many sequences are longer than
+        t: rows [0, running[t]) are real tokens at step t, the rest padding,
+        so each step computes that prefix only.
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) and scores (B,).
+    """
+    B, T, K = emissions.shape
+    incoming = transitions.unsqueeze(1)  # shape: (K_prev, 1, K_next)
+    transitions_t = transitions.t().contiguous()  # row j: the scores into j
+    score = start + emissions[:, 0]  # shape: (B, K); finished rows keep theirs
+    history = emissions.new_empty(T, B, K)
+    history[0] = score
+    buffer = emissions.new_empty(K * B * K)
+    for t in range(1, T):
+        n = running[t]
+        if n == 0:
+            break
+        now = score[:n]
+        torch.add(_max_plus_step(now, incoming, buffer), emissions[:n, t], out=now)
+        history[t, :n] = now
+    best_score, label = (score + end).max(dim=1)  # shape: (B,)
+    paths = torch.empty(T, B, dtype=torch.long, device=emissions.device)
+    paths[T - 1] = label
+    for t in range(T - 1, 0, -1):
+        n = running[t]
+        if n:
+            # the best predecessor of each running sequence's label at step t
+            label = label.clone()
+            label[:n] = (
+                history[t - 1, :n] + transitions_t.index_select(0, label[:n])
+            ).argmax(dim=1)
+        paths[t - 1] = label
     return paths.t().contiguous(), best_score
 
 
