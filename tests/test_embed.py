@@ -1,0 +1,117 @@
+"""spacy_crf.HashCharEmbed.v1 and its known-word list (min_count, word_dropout)."""
+import numpy
+import pytest
+import spacy
+from spacy.ml.featureextractor import FeatureExtractor
+from spacy.training import Example
+from thinc.api import list2ragged
+
+from spacy_crf.embed import UNKNOWN_WORD
+
+EMBED = {
+    "@architectures": "spacy_crf.HashCharEmbed.v1",
+    "width": 16,
+    "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
+    "rows": [500, 100, 100, 50],
+    "nM": 8,
+    "nC": 4,
+    "include_static_vectors": False,
+    "min_count": 2,
+    "word_dropout": 0.0,
+}
+MODEL = {
+    "@architectures": "spacy_crf.BiLSTMCRF.v1",
+    "hidden_width": 16,
+    "depth": 1,
+    "dropout": 0.0,
+    "crf": True,
+    "tok2vec": EMBED,
+}
+TRAIN_DATA = [
+    ("I like green eggs", ["N", "V", "J", "N"]),
+    ("I like ham", ["N", "V", "N"]),
+    ("Eat green ham", ["V", "J", "N"]),
+]
+
+
+def make_nlp(**embed):
+    nlp = spacy.blank("en")
+    model = {**MODEL, "tok2vec": {**EMBED, **embed}}
+    nlp.add_pipe("crf_tagger", config={"model": model})
+    return nlp
+
+
+def examples(nlp):
+    return [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN_DATA]
+
+
+def known_layer(nlp):
+    return next(n for n in nlp.get_pipe("crf_tagger").model.walk() if n.name == "known_words")
+
+
+def features(doc, attrs):
+    """The (n_tokens, n_attrs) keys the embedding hashes, as a Ragged."""
+    return list2ragged()(FeatureExtractor(attrs)([doc], False)[0], False)[0]
+
+
+def norms(nlp, words):
+    return sorted(nlp.vocab.strings[w] for w in words)
+
+
+def test_known_words_are_the_words_seen_min_count_times():
+    nlp = make_nlp()
+    nlp.initialize(lambda: examples(nlp))
+    # "i", "like", "green", "ham" occur twice; "eggs", "eat" once
+    assert list(known_layer(nlp).attrs["known"]) == norms(nlp, ["i", "like", "green", "ham"])
+
+
+def test_unknown_words_share_one_key():
+    nlp = make_nlp()
+    nlp.initialize(lambda: examples(nlp))
+    layer = known_layer(nlp)
+    keys = features(nlp.make_doc("I like purple eggs"), ["NORM", "SHAPE"])
+    mapped, _ = layer(keys, is_train=False)
+    words = mapped.dataXd[:, 0]
+    assert words[0] == nlp.vocab.strings["i"] and words[1] == nlp.vocab.strings["like"]
+    assert words[2] == UNKNOWN_WORD and words[3] == UNKNOWN_WORD
+    # the other columns are untouched
+    assert numpy.array_equal(mapped.dataXd[:, 1], keys.dataXd[:, 1])
+
+
+def test_word_dropout_only_while_training():
+    nlp = make_nlp(word_dropout=1.0)
+    nlp.initialize(lambda: examples(nlp))
+    layer = known_layer(nlp)
+    keys = features(nlp.make_doc("I like ham"), ["NORM"])
+    assert (layer(keys, is_train=True)[0].dataXd[:, 0] == UNKNOWN_WORD).all()
+    assert (layer(keys, is_train=False)[0].dataXd[:, 0] != UNKNOWN_WORD).all()
+
+
+def test_known_words_are_saved_with_the_model(tmp_path):
+    nlp = make_nlp()
+    egs = examples(nlp)
+    optimizer = nlp.initialize(lambda: egs)
+    for _ in range(40):
+        nlp.update(egs, sgd=optimizer)
+    for text, tags in TRAIN_DATA:
+        assert [t.tag_ for t in nlp(text)] == tags
+    nlp.to_disk(tmp_path)
+    loaded = spacy.load(tmp_path)
+    assert numpy.array_equal(known_layer(loaded).attrs["known"], known_layer(nlp).attrs["known"])
+    texts = ["I like purple eggs", "Eat ham", "zzz"]
+    assert [[t.tag_ for t in d] for d in loaded.pipe(texts)] == [[t.tag_ for t in d] for d in nlp.pipe(texts)]
+
+
+def test_an_empty_known_word_list_is_a_coded_error():
+    nlp = make_nlp()
+    tagger = nlp.get_pipe("crf_tagger")
+    tok2vec = tagger.model.get_ref("tok2vec")
+    tok2vec.initialize()  # not through crf_tagger.initialize: no word list
+    with pytest.raises(ValueError, match=r"\[E016\]"):
+        tok2vec.predict([nlp.make_doc("I like ham")])
+
+
+def test_min_count_zero_embeds_every_word():
+    nlp = make_nlp(min_count=0)
+    nlp.initialize(lambda: examples(nlp))
+    assert not [n for n in nlp.get_pipe("crf_tagger").model.walk() if n.name == "known_words"]
