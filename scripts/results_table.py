@@ -14,7 +14,8 @@ NAMES = {
     "ner_baseline": "spaCy ner (efficiency CNN)",
     "baseline": "spaCy tagger (efficiency CNN)",
     "cpu": "crf_tagger, CPU config",
-    "cpu_fast": "crf_tagger, fast CPU config",
+    "cpu_pos": "crf_tagger, CPU config, UPOS",
+    "baseline_pos": "spaCy morphologizer (efficiency CNN), UPOS",
     "softmax": "crf_tagger softmax ablation",
     "transformer": "crf_tagger + transformer",
 }

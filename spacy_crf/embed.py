@@ -1,11 +1,12 @@
-"""`spacy_crf.HashCharEmbed.v1`: hash embeddings of several lexical attributes
-plus character embeddings, mixed by a Maxout layer into one vector per token.
+"""Embeddings from hash tables of lexical attributes plus character features,
+mixed by a Maxout layer into one vector per token.
 
-With `min_count > 0` the first attribute (the word, e.g. NORM) only keeps the
-words seen at least `min_count` times in the training data; every other word
-becomes one shared "unknown word" key. A word never seen in training then gets
-a vector trained for unknown words, not the hashed rows of unrelated words,
-and the character and affix features carry it.
+- `spacy_crf.HashCharEmbed.v1`: every word is hash-embedded.
+- `spacy_crf.HashCharEmbed.v2`: adds `min_count`: the first attribute (the
+  word, e.g. NORM) only keeps the words seen at least `min_count` times in the
+  training data; every other word becomes one shared "unknown word" key. A word
+  never seen in training then gets a vector trained for unknown words, not the
+  hashed rows of unrelated words, and the character and affix features carry it.
 """
 from typing import Callable, List, Tuple, Union
 
@@ -13,6 +14,8 @@ import numpy
 from spacy.attrs import intify_attr
 from spacy.ml import _character_embed
 from spacy.ml.featureextractor import FeatureExtractor
+from spacy.ml.models.tok2vec import MultiHashEmbed
+from spacy.ml.staticvectors import StaticVectors
 from spacy.strings import hash_string
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -20,10 +23,6 @@ from thinc.api import HashEmbed, Maxout, Model, chain, concatenate, list2ragged,
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from .errors import Errors
-
-# The key that stands for every word outside the known-word list.
-UNKNOWN_WORD = numpy.uint64(hash_string("\x00spacy_crf.unknown_word"))
-
 
 @registry.architectures("spacy_crf.HashCharEmbed.v1")
 def build_hash_char_embed(
@@ -33,10 +32,50 @@ def build_hash_char_embed(
     nM: int,
     nC: int,
     include_static_vectors: bool = False,
+) -> Model[List[Doc], List[Floats2d]]:
+    """Embed each token from its attributes and its characters.
+
+    width (int): output width, also the width of the hash embeddings.
+    attrs (List[Union[str, int]]): attributes to hash-embed, e.g.
+        ["NORM", "PREFIX", "SUFFIX", "SHAPE"].
+    rows (List[int]): rows of each attribute's embedding table.
+    nM (int): width of each character embedding.
+    nC (int): number of UTF-8 bytes embedded per word, half from its start and
+        half from its end (spaCy's CharacterEmbed).
+    include_static_vectors (bool): also use the vocab's static vectors.
+    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
+    """
+    chars = chain(_character_embed.CharacterEmbed(nM=nM, nC=nC), list2ragged())
+    hashes = chain(
+        MultiHashEmbed(
+            width=width,
+            attrs=attrs,
+            rows=rows,
+            include_static_vectors=include_static_vectors,
+        ),
+        list2ragged(),
+    )
+    mix = with_array(Maxout(width, nM * nC + width, nP=3, normalize=True, dropout=0.0))
+    return chain(concatenate(chars, hashes), mix, ragged2list())
+
+
+# The key that stands for every word outside the known-word list.
+UNKNOWN_WORD = numpy.uint64(hash_string("\x00spacy_crf.unknown_word"))
+
+
+@registry.architectures("spacy_crf.HashCharEmbed.v2")
+def build_hash_char_embed_v2(
+    width: int,
+    attrs: List[Union[str, int]],
+    rows: List[int],
+    nM: int,
+    nC: int,
+    include_static_vectors: bool = False,
     min_count: int = 0,
     word_dropout: float = 0.0,
 ) -> Model[List[Doc], List[Floats2d]]:
-    """Embed each token from its attributes and its characters.
+    """Embed each token from its attributes and its characters, with a
+    known-word list for the first attribute.
 
     width (int): output width, also the width of the hash embeddings.
     attrs (List[Union[str, int]]): attributes to hash-embed, e.g.
@@ -66,8 +105,6 @@ def build_hash_char_embed(
     layers.append(with_array(concatenate(*embeddings)))
     hashes = chain(*layers)
     if include_static_vectors:
-        from spacy.ml.staticvectors import StaticVectors
-
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
     mix = with_array(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
@@ -77,8 +114,9 @@ def build_hash_char_embed(
 def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged, Ragged]:
     """Replace the words outside the known-word list (column 0) by UNKNOWN_WORD.
 
-    attrs["known"] holds the sorted keys of the known words; crf_tagger's
-    initialize fills it from the training data (see `count_known_words`).
+    attrs["known"] holds the sorted keys of the known words, and
+    attrs["counted"] whether they were counted: crf_tagger's initialize fills
+    both from the training data (see `set_known_words`).
     """
     return Model(
         "known_words",
@@ -88,6 +126,7 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
             "min_count": min_count,
             "word_dropout": word_dropout,
             "known": numpy.zeros((0,), dtype="uint64"),
+            "counted": False,
         },
     )
 
@@ -95,17 +134,18 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
 def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragged, Callable]:
     xp = model.ops.xp
     known = model.attrs["known"]
-    if not len(known):
+    if not (model.attrs["counted"] or len(known)):  # a saved list was counted
         raise ValueError(Errors.E016.format(min_count=model.attrs["min_count"]))
     keys: Ints2d = X.dataXd
     words = keys[:, 0]
     known = model.ops.asarray(known)
-    where = xp.searchsorted(known, words).clip(0, len(known) - 1)
-    unknown = known[where] != words
+    if len(known):
+        where = xp.searchsorted(known, words).clip(0, len(known) - 1)
+        unknown = known[where] != words
+    else:  # no word reached min_count
+        unknown = xp.ones(words.shape, dtype=bool)
     if is_train and model.attrs["word_dropout"] > 0:
         unknown |= xp.random.random_sample(words.shape) < model.attrs["word_dropout"]
-    if not unknown.any():
-        return X, lambda dY: dY
     keys = keys.copy()
     keys[unknown, 0] = UNKNOWN_WORD
     return Ragged(keys, X.lengths), lambda dY: dY
@@ -120,3 +160,4 @@ def set_known_words(model: Model, docs) -> None:
         keys = numpy.concatenate(columns) if columns else numpy.zeros((0,), dtype="uint64")
         words, counts = numpy.unique(keys.astype("uint64"), return_counts=True)
         layer.attrs["known"] = words[counts >= layer.attrs["min_count"]]
+        layer.attrs["counted"] = True

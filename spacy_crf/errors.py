@@ -66,8 +66,8 @@ class Errors(metaclass=_ErrorsWithCodes):
         "entities need a tag scheme, one of {options} (or \"auto\", which is BILUO)."
     )
     E016 = (
-        "The embedding's known-word list is empty although min_count={min_count}: "
-        "it is built by crf_tagger.initialize from the training data. Put the "
-        "spacy_crf.HashCharEmbed.v1 layer inside crf_tagger's model (not in a "
+        "The embedding's known-word list (min_count={min_count}) was never "
+        "counted: it is built by crf_tagger.initialize from the training data. Put the "
+        "spacy_crf.HashCharEmbed.v2 layer inside crf_tagger's model (not in a "
         "shared tok2vec component), or set min_count = 0."
     )

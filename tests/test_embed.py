@@ -1,4 +1,4 @@
-"""spacy_crf.HashCharEmbed.v1 and its known-word list (min_count, word_dropout)."""
+"""spacy_crf.HashCharEmbed.v2 and its known-word list (min_count, word_dropout)."""
 import numpy
 import pytest
 import spacy
@@ -9,7 +9,7 @@ from thinc.api import list2ragged
 from spacy_crf.embed import UNKNOWN_WORD
 
 EMBED = {
-    "@architectures": "spacy_crf.HashCharEmbed.v1",
+    "@architectures": "spacy_crf.HashCharEmbed.v2",
     "width": 16,
     "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
     "rows": [500, 100, 100, 50],
@@ -109,6 +109,17 @@ def test_an_empty_known_word_list_is_a_coded_error():
     tok2vec.initialize()  # not through crf_tagger.initialize: no word list
     with pytest.raises(ValueError, match=r"\[E016\]"):
         tok2vec.predict([nlp.make_doc("I like ham")])
+
+
+def test_no_word_reaching_min_count_makes_every_word_unknown():
+    nlp = make_nlp(min_count=10)
+    egs = examples(nlp)
+    optimizer = nlp.initialize(lambda: egs)
+    assert known_layer(nlp).attrs["counted"] and len(known_layer(nlp).attrs["known"]) == 0
+    nlp.update(egs, sgd=optimizer)
+    keys = features(nlp.make_doc("I like ham"), ["NORM"])
+    assert (known_layer(nlp)(keys, is_train=False)[0].dataXd[:, 0] == UNKNOWN_WORD).all()
+    assert len(nlp("I like ham")) == 3
 
 
 def test_min_count_zero_embeds_every_word():
