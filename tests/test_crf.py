@@ -344,3 +344,21 @@ def test_shape_errors_name_the_shapes():
                 fn(broken)
     with pytest.raises(ValueError, match=r"allowed must be \(2, 2, 3\)"):
         negative_log_likelihood(scores, torch.ones(2, 2, 2, dtype=torch.bool))
+
+
+@pytest.mark.gpu
+def test_cuda_viterbi_and_nll_equal_the_cpu_results():
+    """On CUDA both Viterbi loops and the NLL give the CPU results."""
+    scores = random_batch(9, [7, 0, 1, 12, 3], 6, dtype=torch.float32)
+    cuda = CRFScores(*(x.cuda() for x in scores))
+    cpu_paths, cpu_best = viterbi_decode(scores)
+    for compact in (None, True, False):
+        paths, best = viterbi_decode(cuda, compact=compact)
+        assert paths.is_cuda
+        assert torch.equal(paths.cpu(), cpu_paths)
+        assert torch.allclose(best.cpu(), cpu_best, atol=1e-4)
+    tags = torch.randint(6, scores.mask.shape, generator=torch.Generator().manual_seed(1))
+    allowed = allowed_from_tags(tags, 6)
+    expected = negative_log_likelihood(scores, allowed)
+    got = negative_log_likelihood(cuda, allowed.cuda())
+    assert torch.allclose(got.cpu(), expected, atol=1e-3)

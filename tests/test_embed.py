@@ -126,3 +126,20 @@ def test_min_count_zero_embeds_every_word():
     nlp = make_nlp(min_count=0)
     nlp.initialize(lambda: examples(nlp))
     assert not [n for n in nlp.get_pipe("crf_tagger").model.walk() if n.name == "known_words"]
+
+
+@pytest.mark.gpu
+def test_known_words_on_gpu():
+    from thinc.api import require_gpu, use_ops
+
+    require_gpu()
+    try:
+        nlp = make_nlp()
+        egs = examples(nlp)
+        optimizer = nlp.initialize(lambda: egs)
+        for _ in range(40):
+            nlp.update(egs, sgd=optimizer)
+        for text, tags in TRAIN_DATA:
+            assert [t.tag_ for t in nlp(text)] == tags
+    finally:
+        use_ops("numpy")
