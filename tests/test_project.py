@@ -55,7 +55,8 @@ def project(tmp_path_factory):
     (treebank / "en_ewt-ud-dev.conllu").write_text(conllu(SENTENCES * 2))
     run(
         [sys.executable, "-m", "spacy", "project", "run", "all", ".",
-         "--vars.treebank_dir", str(treebank), "--vars.max_steps", "20", "--vars.n_sents", "2"],
+         "--vars.treebank_dir", str(treebank), "--vars.max_steps", "20", "--vars.n_sents", "2",
+         "--vars.benchmark_repeats", "1"],
         cwd=root,
     )
     return root
@@ -67,6 +68,9 @@ def test_workflow_all_writes_metrics_speed_and_wheel(project):
     assert 0.0 <= scores["tag_acc"] <= 1.0
     speed = json.loads((project / "metrics" / "cpu-speed.json").read_text())
     assert speed["words_per_second"] > 0 and speed["n_words"] == 28
+    kernels = json.loads((project / "metrics" / "speed" / "crf_kernels.json").read_text())
+    assert [row["shape"] for row in kernels["rows"]] == [[256, 40, 18], [256, 40, 50], [1024, 60, 50], [16, 512, 20]]
+    assert all(row["same_paths"] and row["same_nll"] for row in kernels["rows"])
     train_time = json.loads((project / "training" / "cpu" / "train_time.json").read_text())
     assert train_time["train_seconds"] > 0
     table = run([sys.executable, "scripts/results_table.py", "metrics"], cwd=project).stdout
