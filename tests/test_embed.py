@@ -87,7 +87,8 @@ def test_word_dropout_only_while_training():
     assert (layer(keys, is_train=False)[0].dataXd[:, 0] != UNKNOWN_WORD).all()
 
 
-def test_known_words_are_saved_with_the_model(tmp_path):
+def trained_nlp():
+    """A pipeline that fits TRAIN_DATA."""
     nlp = make_nlp()
     egs = examples(nlp)
     optimizer = nlp.initialize(lambda: egs)
@@ -95,6 +96,11 @@ def test_known_words_are_saved_with_the_model(tmp_path):
         nlp.update(egs, sgd=optimizer)
     for text, tags in TRAIN_DATA:
         assert [t.tag_ for t in nlp(text)] == tags
+    return nlp
+
+
+def test_known_words_are_saved_with_the_model(tmp_path):
+    nlp = trained_nlp()
     nlp.to_disk(tmp_path)
     loaded = spacy.load(tmp_path)
     assert numpy.array_equal(known_layer(loaded).attrs["known"], known_layer(nlp).attrs["known"])
@@ -134,12 +140,6 @@ def test_known_words_on_gpu():
 
     require_gpu()
     try:
-        nlp = make_nlp()
-        egs = examples(nlp)
-        optimizer = nlp.initialize(lambda: egs)
-        for _ in range(40):
-            nlp.update(egs, sgd=optimizer)
-        for text, tags in TRAIN_DATA:
-            assert [t.tag_ for t in nlp(text)] == tags
+        trained_nlp()
     finally:
         use_ops("numpy")
