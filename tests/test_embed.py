@@ -8,6 +8,8 @@ from thinc.api import list2ragged
 
 from spacy_crf.embed import UNKNOWN_WORD
 
+from .test_tagger import assert_same_weights
+
 EMBED = {
     "@architectures": "spacy_crf.HashCharEmbed.v2",
     "width": 16,
@@ -103,6 +105,7 @@ def test_known_words_are_saved_with_the_model(tmp_path):
     nlp = trained_nlp()
     nlp.to_disk(tmp_path)
     loaded = spacy.load(tmp_path)
+    assert_same_weights(nlp.get_pipe("crf_tagger"), loaded.get_pipe("crf_tagger"))
     assert numpy.array_equal(known_layer(loaded).attrs["known"], known_layer(nlp).attrs["known"])
     texts = ["I like purple eggs", "Eat ham", "zzz"]
     assert [[t.tag_ for t in d] for d in loaded.pipe(texts)] == [[t.tag_ for t in d] for d in nlp.pipe(texts)]
@@ -143,3 +146,23 @@ def test_known_words_on_gpu():
         trained_nlp()
     finally:
         use_ops("numpy")
+
+
+def test_v1_embedding_trains_and_round_trips():
+    """HashCharEmbed.v1 (no known-word list) still builds, trains and reloads
+    with equal weights: models saved with it keep loading."""
+    v1 = {k: v for k, v in EMBED.items() if k not in ("min_count", "word_dropout")}
+    v1["@architectures"] = "spacy_crf.HashCharEmbed.v1"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": {**MODEL, "tok2vec": v1}})
+    egs = examples(nlp)
+    optimizer = nlp.initialize(lambda: egs)
+    for _ in range(40):
+        nlp.update(egs, sgd=optimizer)
+    assert not [n for n in nlp.get_pipe("crf_tagger").model.walk() if n.name == "known_words"]
+    for text, tags in TRAIN_DATA:
+        assert [t.tag_ for t in nlp(text)] == tags
+    fresh = spacy.blank("en")
+    fresh.add_pipe("crf_tagger", config={"model": {**MODEL, "tok2vec": v1}})
+    fresh.from_bytes(nlp.to_bytes())
+    assert_same_weights(nlp.get_pipe("crf_tagger"), fresh.get_pipe("crf_tagger"))
