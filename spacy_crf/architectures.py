@@ -82,7 +82,7 @@ def build_crf_layer(crf_layer: Model) -> None:
         depth=crf_layer.attrs["depth"],
         dropout=crf_layer.attrs["dropout"],
         learn_transitions=crf_layer.attrs["crf"],
-        input_dropout=crf_layer.attrs.get("input_dropout", 0.0),
+        input_dropout=crf_layer.attrs["input_dropout"],
     )
     wrapper = PyTorchWrapper_v2(
         network, convert_inputs=_convert_inputs, convert_outputs=_convert_outputs

@@ -8,7 +8,7 @@ mixed by a Maxout layer into one vector per token.
   never seen in training then gets a vector trained for unknown words, not the
   hashed rows of unrelated words, and the character and affix features carry it.
 """
-from typing import Callable, List, Tuple, Union
+from typing import Callable, Iterable, List, Tuple, Union
 
 import numpy
 from spacy.attrs import intify_attr
@@ -151,13 +151,20 @@ def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragge
     return Ragged(keys, X.lengths), lambda dY: dY
 
 
-def set_known_words(model: Model, docs) -> None:
-    """Fill every known_words layer in `model` from the words of `docs`."""
+def set_known_words(model: Model, get_docs: Callable[[], Iterable[Doc]]) -> None:
+    """Fill every known_words layer in `model` from the words of the docs.
+
+    get_docs (Callable[[], Iterable[Doc]]): the training docs; only read when
+        the model has a known_words layer, once for all of them.
+    """
     layers = [node for node in model.walk() if node.name == "known_words"]
+    if not layers:
+        return
+    attrs = sorted({layer.attrs["attr"] for layer in layers})
+    columns = [doc.to_array(attrs).reshape(len(doc), len(attrs)) for doc in get_docs()]
+    keys = numpy.concatenate(columns) if columns else numpy.zeros((0, len(attrs)), dtype="uint64")
     for layer in layers:
-        attr = layer.attrs["attr"]
-        columns = [doc.to_array([attr]) for doc in docs]
-        keys = numpy.concatenate(columns) if columns else numpy.zeros((0,), dtype="uint64")
-        words, counts = numpy.unique(keys.astype("uint64"), return_counts=True)
+        column = keys[:, attrs.index(layer.attrs["attr"])].astype("uint64")
+        words, counts = numpy.unique(column, return_counts=True)
         layer.attrs["known"] = words[counts >= layer.attrs["min_count"]]
         layer.attrs["counted"] = True

@@ -257,7 +257,7 @@ class CRFTagger(TrainablePipe):
             )
         allowed_transitions(self.labels, self._scheme)  # E013 early
         # words the embedding may keep (min_count): counted over all the data
-        set_known_words(self.model, [example.x for example in get_examples()])
+        set_known_words(self.model, lambda: (example.x for example in get_examples()))
         doc_sample = [example.x for example in islice(get_examples(), 10)]
         self._crf_layer.set_dim("nO", len(self.labels), force=True)
         self.model.initialize(X=doc_sample)

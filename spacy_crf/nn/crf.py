@@ -223,12 +223,11 @@ def viterbi_decode(
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """The highest-scoring path of every sequence in the batch.
 
-    The forward pass keeps only the max-product scores, in a (K, B) layout so
-    that the max over previous labels reduces over the leading axis (fast,
-    vectorised along the batch); no backpointer table is built. Backtracking
-    then recovers, for the whole batch at once, the best predecessor of each
-    chosen label: a (K, B) argmax per step. Padded steps keep the label, so
-    every sequence starts backtracking at its own last token.
+    The forward pass keeps only the max-product scores of every step (no
+    backpointer table; see `_max_plus_step` for the layout). Backtracking then
+    recovers, for the whole batch at once, the best predecessor of each chosen
+    label: a (B, K) argmax per step. Padded steps keep the label, so every
+    sequence starts backtracking at its own last token.
 
     compact (Optional[bool]): True orders the batch by length (a permutation,
         undone at the end) so that the sequences still running at a step are a
@@ -254,14 +253,14 @@ def viterbi_decode(
         compact = emissions.device.type == "cpu"
     emissions = emissions.to(dtype)
     if not compact:
-        paths, best_score = _viterbi_masked(emissions, mask, transitions, start, end)
+        paths, best_score = _viterbi(emissions, transitions, start, end, mask=mask)
     else:
         lengths = mask.sum(1)
         order = torch.argsort(lengths, descending=True, stable=True)
         steps = torch.arange(T, device=mask.device)
         running = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
-        paths, best_score = _viterbi_compact(
-            emissions.index_select(0, order), running, transitions, start, end
+        paths, best_score = _viterbi(
+            emissions.index_select(0, order), transitions, start, end, running=running
         )
         inverse = torch.empty_like(order)
         inverse[order] = torch.arange(B, device=order.device)
@@ -287,80 +286,55 @@ def _max_plus_step(score: torch.Tensor, incoming: torch.Tensor, buffer: torch.Te
     return sums.view(K, B * K).amax(dim=0).view(B, K)
 
 
-def _viterbi_masked(
+def _viterbi(
     emissions: torch.Tensor,
-    mask: torch.Tensor,
     transitions: torch.Tensor,
     start: torch.Tensor,
     end: torch.Tensor,
+    *,
+    mask: Optional[torch.Tensor] = None,
+    running: Optional[List[int]] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Viterbi over the whole batch at every step; padded steps keep their score.
+    """The Viterbi recursion and batched backtracking, in one of two modes.
 
-    No host copy inside the loop (the GPU path).
+    emissions (Tensor): (B, T, K).
+    mask (Optional[Tensor]): masked mode: (B, T) bool; every step runs over
+        the whole batch and padded steps carry each row's scores and label on.
+        No host copy inside the loop (the GPU path).
+    running (Optional[List[int]]): compact mode: the rows are ordered by
+        descending length and running[t] of them have a token at step t, so
+        each step computes that prefix only; finished rows keep their scores.
     RETURNS (Tuple[Tensor, Tensor]): paths (B, T) and scores (B,).
     """
     B, T, K = emissions.shape
     incoming = transitions.unsqueeze(1)  # shape: (K_prev, 1, K_next)
-    transitions_t = transitions.t().contiguous()  # row j: the scores into j
-    history = emissions.new_empty(T, B, K)
+    into = transitions.t().contiguous()  # row j: the scores of moving into j
+    history = emissions.new_empty(T, B, K)  # history[t]: max scores after step t
     buffer = emissions.new_empty(K * B * K)
     score = start + emissions[:, 0]  # shape: (B, K)
     history[0] = score
     for t in range(1, T):
-        best = _max_plus_step(score, incoming, buffer).add_(emissions[:, t])
-        score = torch.where(mask[:, t, None], best, score)
-        history[t] = score
-    best_score, label = (score + end).max(dim=1)  # shape: (B,)
-    paths = torch.empty(T, B, dtype=torch.long, device=emissions.device)
-    paths[T - 1] = label
-    for t in range(T - 1, 0, -1):
-        # the best predecessor of each sequence's label at step t
-        previous = (history[t - 1] + transitions_t.index_select(0, label)).argmax(dim=1)
-        label = torch.where(mask[:, t], previous, label)
-        paths[t - 1] = label
-    return paths.t().contiguous(), best_score
-
-
-def _viterbi_compact(
-    emissions: torch.Tensor,
-    running: List[int],
-    transitions: torch.Tensor,
-    start: torch.Tensor,
-    end: torch.Tensor,
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Viterbi over a batch ordered by length, longest first.
-
-    emissions (Tensor): (B, T, K), rows ordered by descending length.
-    running (List[int]): for each step t, how many sequences are longer than
-        t: rows [0, running[t]) are real tokens at step t, the rest padding,
-        so each step computes that prefix only.
-    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) and scores (B,).
-    """
-    B, T, K = emissions.shape
-    incoming = transitions.unsqueeze(1)  # shape: (K_prev, 1, K_next)
-    transitions_t = transitions.t().contiguous()  # row j: the scores into j
-    score = start + emissions[:, 0]  # shape: (B, K); finished rows keep theirs
-    history = emissions.new_empty(T, B, K)
-    history[0] = score
-    buffer = emissions.new_empty(K * B * K)
-    for t in range(1, T):
-        n = running[t]
+        n = B if running is None else running[t]
         if n == 0:
             break
-        now = score[:n]
-        torch.add(_max_plus_step(now, incoming, buffer), emissions[:n, t], out=now)
-        history[t, :n] = now
+        best = _max_plus_step(score[:n], incoming, buffer).add_(emissions[:n, t])
+        if running is None:
+            score = torch.where(mask[:, t, None], best, score)
+        else:
+            score[:n] = best
+        history[t, :n] = score[:n]
     best_score, label = (score + end).max(dim=1)  # shape: (B,)
     paths = torch.empty(T, B, dtype=torch.long, device=emissions.device)
     paths[T - 1] = label
     for t in range(T - 1, 0, -1):
-        n = running[t]
+        n = B if running is None else running[t]
         if n:
             # the best predecessor of each running sequence's label at step t
-            label = label.clone()
-            label[:n] = (
-                history[t - 1, :n] + transitions_t.index_select(0, label[:n])
-            ).argmax(dim=1)
+            previous = (history[t - 1, :n] + into.index_select(0, label[:n])).argmax(dim=1)
+            if running is None:
+                label = torch.where(mask[:, t], previous, label)
+            else:
+                label = torch.cat((previous, label[n:]))
         paths[t - 1] = label
     return paths.t().contiguous(), best_score
 
