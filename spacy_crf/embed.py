@@ -23,6 +23,7 @@ from thinc.api import HashEmbed, Maxout, Model, chain, concatenate, list2ragged,
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from .errors import Errors
+from .unique_rows import unique_rows
 
 @registry.architectures("spacy_crf.HashCharEmbed.v1")
 def build_hash_char_embed(
@@ -55,7 +56,7 @@ def build_hash_char_embed(
         ),
         list2ragged(),
     )
-    mix = with_array(Maxout(width, nM * nC + width, nP=3, normalize=True, dropout=0.0))
+    mix = unique_rows(Maxout(width, nM * nC + width, nP=3, normalize=True, dropout=0.0))
     return chain(concatenate(chars, hashes), mix, ragged2list())
 
 
@@ -107,7 +108,7 @@ def build_hash_char_embed_v2(
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
-    mix = with_array(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
+    mix = unique_rows(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
     return chain(concatenate(chars, hashes), mix, ragged2list())
 
 

@@ -3,9 +3,11 @@
 Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
 transition, start and end parameters); the loss and decoding live in crf.py.
 """
+from typing import NamedTuple
+
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence
 
 from .crf import CRFScores
 
@@ -77,11 +79,51 @@ class BiLSTMCRF(nn.Module):
             hidden = inputs.new_zeros(0, T, self.emission.in_features)
         elif self.lstm is not None:
             # Packing keeps padding out of the backward direction; empty rows
-            # run one zero step whose output the mask discards.
-            packed = pack_padded_sequence(
-                hidden, lengths.clamp(min=1), batch_first=True, enforce_sorted=False
+            # run one zero step whose output the mask discards. The emissions
+            # come from the packed tokens, then only they are padded.
+            rows = packing_rows(lengths.clamp(min=1), T)
+            flat = rows.flat.to(inputs.device)
+            data = hidden.reshape(B * T, -1).index_select(0, flat)
+            packed = PackedSequence(
+                data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
             )
             output, _ = self.lstm(packed)
-            hidden, _ = pad_packed_sequence(output, batch_first=True, total_length=T)
+            scores = self.emission(self.dropout(output.data))  # shape: (n_tokens, K)
+            emissions = scores.new_zeros(B * T, scores.shape[1]).index_copy(0, flat, scores)
+            return CRFScores(
+                emissions.view(B, T, -1), mask, self.transitions, self.start, self.end
+            )
         emissions = self.emission(self.dropout(hidden))  # shape: (B, T, K)
         return CRFScores(emissions, mask, self.transitions, self.start, self.end)
+
+
+class PackingRows(NamedTuple):
+    """Where the tokens of a padded (B, T) batch go in a PackedSequence.
+
+    flat: (n_tokens,) index of each packed token in the flattened (B * T)
+        batch, in packed order (time-major, longest row first).
+    batch_sizes: (max_length,) rows still running at each step.
+    sorted_indices: (B,) the rows ordered by decreasing length.
+    """
+
+    flat: torch.Tensor
+    batch_sizes: torch.Tensor
+    sorted_indices: torch.Tensor
+
+
+def packing_rows(lengths: torch.Tensor, T: int) -> PackingRows:
+    """Index a padded batch for packing, on the CPU.
+
+    Gathering and scattering with these indices replaces torch's
+    pack_padded_sequence and pad_packed_sequence (same layout), whose backward
+    passes are slow on long batches.
+    lengths (Tensor): (B,) long on the CPU, each between 1 and T.
+    T (int): the padded length.
+    """
+    sorted_lengths, sorted_indices = torch.sort(lengths, descending=True, stable=True)
+    steps = torch.arange(int(sorted_lengths[0]))
+    batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1)
+    time = torch.repeat_interleave(steps, batch_sizes)
+    step_start = torch.cumsum(batch_sizes, dim=0) - batch_sizes
+    rank = torch.arange(len(time)) - step_start[time]
+    return PackingRows(sorted_indices[rank] * T + time, batch_sizes, sorted_indices)
