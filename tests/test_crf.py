@@ -362,3 +362,22 @@ def test_cuda_viterbi_and_nll_equal_the_cpu_results():
     expected = negative_log_likelihood(scores, allowed)
     got = negative_log_likelihood(cuda, allowed.cuda())
     assert torch.allclose(got.cpu(), expected, atol=1e-3)
+
+
+def test_time_loops_never_read_the_device():
+    """The GPU paths have no data-dependent host read (the syncs of a GPU):
+    on the meta device, which has shapes but no data, any .item(), .tolist(),
+    bool(tensor) or data-dependent shape would raise."""
+    B, T, K = 3, 7, 5
+
+    def meta(*shape, grad=False):
+        return torch.empty(*shape, device="meta", requires_grad=grad)
+
+    emissions, transitions = meta(B, T, K, grad=True), meta(K, K, grad=True)
+    mask = torch.ones(B, T, dtype=torch.bool, device="meta")
+    scores = CRFScores(emissions, mask, transitions, meta(K), meta(K))
+    log_partition(scores).sum().backward()
+    assert emissions.grad.shape == (B, T, K) and transitions.grad.shape == (K, K)
+    paths, best = viterbi_decode(scores, compact=False)
+    assert paths.shape == (B, T) and best.shape == (B,)
+    assert marginals(scores).shape == (B, T, K)
