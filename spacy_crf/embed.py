@@ -25,6 +25,7 @@ from thinc.types import Floats2d, Ints2d, Ragged
 from .errors import Errors
 from .unique_rows import unique_rows
 
+
 @registry.architectures("spacy_crf.HashCharEmbed.v1")
 def build_hash_char_embed(
     width: int,
@@ -46,7 +47,6 @@ def build_hash_char_embed(
     include_static_vectors (bool): also use the vocab's static vectors.
     RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
     """
-    chars = chain(_character_embed.CharacterEmbed(nM=nM, nC=nC), list2ragged())
     hashes = chain(
         MultiHashEmbed(
             width=width,
@@ -56,7 +56,16 @@ def build_hash_char_embed(
         ),
         list2ragged(),
     )
-    mix = unique_rows(Maxout(width, nM * nC + width, nP=3, normalize=True, dropout=0.0))
+    return _with_chars_mixed(hashes, width, width, nM, nC)
+
+
+def _with_chars_mixed(
+    hashes: Model[List[Doc], Ragged], n_hashed: int, width: int, nM: int, nC: int
+) -> Model[List[Doc], List[Floats2d]]:
+    """Concatenate the character features to the `n_hashed` columns of `hashes`
+    and mix them into `width` by a Maxout, computed once per distinct row."""
+    chars = chain(_character_embed.CharacterEmbed(nM=nM, nC=nC), list2ragged())
+    mix = unique_rows(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
     return chain(concatenate(chars, hashes), mix, ragged2list())
 
 
@@ -78,14 +87,8 @@ def build_hash_char_embed_v2(
     """Embed each token from its attributes and its characters, with a
     known-word list for the first attribute.
 
-    width (int): output width, also the width of the hash embeddings.
-    attrs (List[Union[str, int]]): attributes to hash-embed, e.g.
-        ["NORM", "PREFIX", "SUFFIX", "SHAPE"]; the first is the word.
-    rows (List[int]): rows of each attribute's embedding table.
-    nM (int): width of each character embedding.
-    nC (int): number of UTF-8 bytes embedded per word, half from its start and
-        half from its end (spaCy's CharacterEmbed).
-    include_static_vectors (bool): also use the vocab's static vectors.
+    width, attrs, rows, nM, nC, include_static_vectors: as for v1; the first
+        attribute is the word.
     min_count (int): 0 embeds every word; n > 0 keeps the words seen at least
         n times in the training data (counted by crf_tagger.initialize) and
         maps the rest to one unknown-word key.
@@ -95,7 +98,6 @@ def build_hash_char_embed_v2(
     """
     if len(rows) != len(attrs):
         raise ValueError(f"Mismatched lengths: {len(rows)} rows vs {len(attrs)} attrs")
-    chars = chain(_character_embed.CharacterEmbed(nM=nM, nC=nC), list2ragged())
     embeddings = [
         HashEmbed(width, n_rows, column=i, seed=8 + i, dropout=0.0)
         for i, n_rows in enumerate(rows)
@@ -108,8 +110,7 @@ def build_hash_char_embed_v2(
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
-    mix = unique_rows(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
-    return chain(concatenate(chars, hashes), mix, ragged2list())
+    return _with_chars_mixed(hashes, n_hashed, width, nM, nC)
 
 
 def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged, Ragged]:

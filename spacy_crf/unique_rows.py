@@ -12,6 +12,7 @@ from typing import Callable, Optional, Tuple
 
 import numpy
 from thinc.api import Model
+from thinc.layers.with_array import init as with_array_init
 from thinc.types import Floats2d, Ints1d, Ragged
 
 # Below this share of distinct rows, grouping pays for itself.
@@ -27,21 +28,11 @@ def unique_rows(layer: Model[Floats2d, Floats2d]) -> Model[Ragged, Ragged]:
     return Model(
         f"with_array({layer.name})",
         _forward,
-        init=_init,
+        init=with_array_init,
         layers=[layer],
         attrs={"pad": 0},
         dims={name: layer.maybe_get_dim(name) for name in layer.dim_names},
     )
-
-
-def _init(model: Model, X: Optional[Ragged] = None, Y: Optional[Ragged] = None) -> None:
-    layer = model.layers[0]
-    layer.initialize(
-        X=X.dataXd if X is not None else None, Y=Y.dataXd if Y is not None else None
-    )
-    for name in layer.dim_names:
-        if layer.maybe_get_dim(name) is not None:
-            model.set_dim(name, layer.get_dim(name))
 
 
 def _forward(model: Model, Xr: Ragged, is_train: bool) -> Tuple[Ragged, Callable]:

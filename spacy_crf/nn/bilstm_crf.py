@@ -75,9 +75,11 @@ class BiLSTMCRF(nn.Module):
         B, T, _ = inputs.shape
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
         hidden = self.input_dropout(inputs)
-        if self.lstm is not None and B == 0:
-            hidden = inputs.new_zeros(0, T, self.emission.in_features)
-        elif self.lstm is not None:
+        if self.lstm is None:
+            emissions = self.emission(self.dropout(hidden))  # shape: (B, T, K)
+        elif B == 0:
+            emissions = self.emission(inputs.new_zeros(0, T, self.emission.in_features))
+        else:
             # Packing keeps padding out of the backward direction; empty rows
             # run one zero step whose output the mask discards. The emissions
             # come from the packed tokens, then only they are padded.
@@ -90,12 +92,8 @@ class BiLSTMCRF(nn.Module):
             output, _ = self.lstm(packed)
             scores = self.emission(self.dropout(output.data))  # shape: (n_tokens, K)
             emissions = scores.new_zeros(B * T, scores.shape[1]).index_copy(0, flat, scores)
-            return CRFScores(
-                emissions.view(B, T, -1), mask, self.transitions, self.start, self.end
-            )
-        emissions = self.emission(self.dropout(hidden))  # shape: (B, T, K)
+            emissions = emissions.view(B, T, -1)
         return CRFScores(emissions, mask, self.transitions, self.start, self.end)
-
 
 class PackingRows(NamedTuple):
     """Where the tokens of a padded (B, T) batch go in a PackedSequence.
