@@ -9,6 +9,10 @@ class _ErrorsWithCodes(type):
         return f"[{code}] {message}"
 
 
+class UnsafeModelError(ValueError):
+    """A model file that would run code when loaded (E017)."""
+
+
 class Errors(metaclass=_ErrorsWithCodes):
     E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
     E002 = (
@@ -55,7 +59,11 @@ class Errors(metaclass=_ErrorsWithCodes):
         "The CRF layer needs its sizes before it can be built: input width "
         "nI={nI}, number of labels nO={nO}."
     )
-    E012 = "Component '{name}' has no labels; initialize it with training examples or `labels=`."
+    E012 = (
+        "Component '{name}' was given no labels: `labels=` is empty. Pass its "
+        "labels (e.g. from `spacy init labels`), or None to collect them from "
+        "the training examples."
+    )
     E013 = (
         "Label '{label}' does not fit the tag scheme {scheme}: expected 'O' or "
         "a prefix of the scheme, a hyphen and a type, such as 'B-PER'."
@@ -67,7 +75,12 @@ class Errors(metaclass=_ErrorsWithCodes):
     )
     E016 = (
         "The embedding's known-word list (min_count={min_count}) was never "
-        "counted: it is built by crf_tagger.initialize from the training data. Put the "
-        "spacy_crf.HashCharEmbed.v2 layer inside crf_tagger's model (not in a "
-        "shared tok2vec component), or set min_count = 0."
+        "counted: it is counted when the model is initialized (over the "
+        "training data by crf_tagger.initialize). Call `nlp.initialize()` "
+        "before using the spacy_crf.HashCharEmbed.v2 layer, or set min_count = 0."
+    )
+    E017 = (
+        "Refused to load the model: its torch weights hold Python objects other "
+        "than tensors, and loading them could run code ({reason}). Load models "
+        "only from sources you trust; this file was not loaded."
     )

@@ -1,37 +1,11 @@
 """The shipped configs train with `spacy train` as they are."""
 import importlib
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import spacy
-from spacy.tokens import Doc, DocBin
 from thinc.api import Config
 
-CONFIGS = Path(__file__).parent.parent / "configs"
-SENTENCES = [
-    (["I", "like", "green", "eggs", "."], ["PRP", "VBP", "JJ", "NNS", "."]),
-    (["Eat", "blue", "ham", "!"], ["VB", "JJ", "NN", "."]),
-    (["They", "eat", "ham", "."], ["PRP", "VBP", "NN", "."]),
-    (["Green", "ham", "is", "blue", "."], ["JJ", "NN", "VBZ", "JJ", "."]),
-]
-
-
-def write_docbin(path):
-    vocab = spacy.blank("en").vocab
-    docs = [Doc(vocab, words=words, tags=tags) for words, tags in SENTENCES * 3]
-    DocBin(docs=docs).to_disk(path)
-
-
-def run_spacy(*args, cwd=None):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "spacy", *args], capture_output=True, text=True, env=env, cwd=cwd
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+from .helpers import CONFIGS, SENTENCES, run_spacy, write_docbin
 
 
 @pytest.mark.parametrize("config", sorted(p.name for p in CONFIGS.glob("*.cfg")))

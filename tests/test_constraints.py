@@ -9,34 +9,11 @@ from hypothesis import strategies as st
 from spacy_crf.constraints import allowed_transitions
 from spacy_crf.nn import NEG_INF, CRFScores, marginals, viterbi_decode
 
-from .test_crf import all_paths, brute_score, random_batch
-from .test_tagger import make_examples, make_nlp, train
+from .helpers import all_paths, brute_score, make_examples, make_nlp, random_batch, train, valid_reference
 
 BIO = ["B-LOC", "B-PER", "I-LOC", "I-PER", "O"]
 BILUO = ["B-PER", "I-PER", "L-PER", "O", "U-LOC", "U-PER"]
 IOBES = ["B-X", "E-X", "I-X", "O", "S-X"]
-
-
-def valid_reference(tags, scheme):
-    """A state machine written apart from the implementation."""
-    two_sided = scheme in ("BILUO", "IOBES")
-    last, unit = ("L", "U") if scheme == "BILUO" else ("E", "S")
-    open_type = None  # type of an entity that has begun and not ended
-    previous = "O"
-    for tag in tags:
-        prefix, _, kind = tag.partition("-")
-        if prefix == "I" or (two_sided and prefix == last):
-            if scheme in ("BIO", "IOB2"):
-                if previous == "O" or previous.partition("-")[2] != kind:
-                    return False
-            elif open_type != kind:
-                return False
-        elif two_sided and open_type is not None:
-            return False  # an entity left open
-        if two_sided:
-            open_type = kind if prefix in ("B", "I") else None
-        previous = tag
-    return not (two_sided and open_type is not None)
 
 
 @pytest.mark.parametrize("labels,scheme", [(BIO, "BIO"), (BIO, "IOB2"), (BILUO, "BILUO"), (IOBES, "IOBES")])

@@ -1,5 +1,4 @@
 """The CRF maths against brute-force enumeration of every label path."""
-import itertools
 import math
 
 import pytest
@@ -16,44 +15,7 @@ from spacy_crf.nn import (
     viterbi_decode,
 )
 
-
-def random_batch(seed, lengths, n_labels, dtype=torch.float64):
-    gen = torch.Generator().manual_seed(seed)
-    B, T = len(lengths), max(max(lengths), 1)
-    lengths_t = torch.tensor(lengths)
-    return CRFScores(
-        torch.randn(B, T, n_labels, generator=gen, dtype=dtype) * 2,
-        torch.arange(T) < lengths_t[:, None],
-        torch.randn(n_labels, n_labels, generator=gen, dtype=dtype),
-        torch.randn(n_labels, generator=gen, dtype=dtype),
-        torch.randn(n_labels, generator=gen, dtype=dtype),
-    )
-
-
-def brute_score(scores, b, path):
-    """Score(x, y) written out term by term, for sequence b."""
-    emissions, _, transitions, start, end = scores
-    total = start[path[0]] + end[path[-1]]
-    for t, label in enumerate(path):
-        total = total + emissions[b, t, label]
-    for prev, nxt in zip(path, path[1:]):
-        total = total + transitions[prev, nxt]
-    return float(total)
-
-
-def all_paths(length, n_labels):
-    return list(itertools.product(range(n_labels), repeat=length))
-
-
-def brute_log_z(scores, b, length, allowed=None):
-    K = scores.emissions.shape[2]
-    values = [
-        brute_score(scores, b, path)
-        for path in all_paths(length, K)
-        if allowed is None or all(allowed[b, t, y] for t, y in enumerate(path))
-    ]
-    return float(torch.logsumexp(torch.tensor(values, dtype=torch.float64), 0))
-
+from .helpers import all_paths, brute_log_z, brute_score, random_batch
 
 CASES = [
     (seed, lengths, n_labels)

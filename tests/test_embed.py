@@ -6,9 +6,9 @@ from spacy.ml.featureextractor import FeatureExtractor
 from spacy.training import Example
 from thinc.api import list2ragged
 
-from spacy_crf.embed import UNKNOWN_WORD
+from spacy_crf.ml.embed import UNKNOWN_WORD
 
-from .test_tagger import assert_same_weights
+from .helpers import assert_same_weights
 
 EMBED = {
     "@architectures": "spacy_crf.HashCharEmbed.v2",
@@ -161,3 +161,26 @@ def test_v1_embedding_trains_and_round_trips():
     fresh.add_pipe("crf_tagger", config={"model": {**MODEL, "tok2vec": v1}})
     fresh.from_bytes(nlp.to_bytes())
     assert_same_weights(nlp.get_pipe("crf_tagger"), fresh.get_pipe("crf_tagger"))
+
+
+def test_known_words_of_a_shared_tok2vec_are_counted_over_all_the_data(tmp_path):
+    """HashCharEmbed.v2 in a tok2vec component that crf_tagger listens to:
+    its known-word list comes from every training example, not the first ten
+    that initialize the tok2vec."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": EMBED})
+    listener = {**MODEL, "tok2vec": {"@architectures": "spacy.Tok2VecListener.v1", "width": 16, "upstream": "*"}}
+    nlp.add_pipe("crf_tagger", config={"model": listener})
+    data = TRAIN_DATA * 4 + [("Eat eggs", ["V", "N"])] * 2  # "eat" reaches min_count late
+    egs = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in data]
+    optimizer = nlp.initialize(lambda: egs)
+    layer = next(n for n in nlp.get_pipe("tok2vec").model.walk() if n.name == "known_words")
+    assert list(layer.attrs["known"]) == norms(nlp, ["i", "like", "green", "eggs", "ham", "eat"])
+    for _ in range(20):
+        nlp.update(egs, sgd=optimizer)
+    expected = [t.tag_ for t in nlp("I like green eggs")]
+    nlp.to_disk(tmp_path)
+    again = spacy.load(tmp_path)
+    loaded = next(n for n in again.get_pipe("tok2vec").model.walk() if n.name == "known_words")
+    assert list(loaded.attrs["known"]) == list(layer.attrs["known"])
+    assert [t.tag_ for t in again("I like green eggs")] == expected

@@ -4,10 +4,9 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_crf.entities import entity_tags, tags_to_spans
+from spacy_crf.targets import TARGETS, entity_tags, gold_ids, tags_to_spans
 
-from .test_constraints import valid_reference
-from .test_tagger import SMALL_MODEL, make_nlp, train
+from .helpers import SMALL_MODEL, make_nlp, train, valid_reference
 
 NER_DATA = [
     ("Anna lives in New York City", [(0, 4, "PER"), (14, 27, "LOC")]),
@@ -48,7 +47,7 @@ def test_missing_entity_annotation_is_partial():
     tagger = nlp.get_pipe("crf_tagger")
     doc = nlp.make_doc("Anna lives in Rome")
     reference = Doc(nlp.vocab, words=["Anna", "lives", "in", "Rome"], ents=["B-PER", "O", "O", ""])
-    tags, _ = tagger._gold_ids([Example(doc, reference)])
+    tags, _, _ = gold_ids(TARGETS["ents"].gold_values(Example(doc, reference), "BILUO"), tagger.labels)
     assert tags[3] == -1 and tags[0] == tagger.labels.index("U-PER")
     unannotated = Example(nlp.make_doc("Rome"), nlp.make_doc("Rome"))
     scores = tagger.model.predict([unannotated.predicted])
@@ -89,5 +88,5 @@ def test_predictions_are_valid_biluo_on_unseen_text():
     train(nlp, ner_examples(nlp), steps=20)
     tagger = nlp.get_pipe("crf_tagger")
     for text in ["City York New Anna Smith lives", "in in in", "Berlin Berlin Berlin Berlin"]:
-        ids = tagger.predict([nlp.make_doc(text)])[0]
+        ids = tagger.predict([nlp.make_doc(text)]).ids[0]
         assert valid_reference([tagger.labels[i] for i in ids], "BILUO")

@@ -32,8 +32,8 @@ def conllu(sentences):
     return "\n".join(lines) + "\n"
 
 
-def run(args, cwd, check=True):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+def run(args, cwd, check=True, env=None):
+    env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env)
     if check:
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -53,13 +53,33 @@ def project(tmp_path_factory):
     treebank = tmp_path_factory.mktemp("treebank")
     (treebank / "en_ewt-ud-train.conllu").write_text(conllu(SENTENCES * 8))
     (treebank / "en_ewt-ud-dev.conllu").write_text(conllu(SENTENCES * 2))
+    # run by the venv's python without activating the venv: every step must
+    # use that interpreter, not the first `python` on PATH
     run(
         [sys.executable, "-m", "spacy", "project", "run", "all", ".",
          "--vars.treebank_dir", str(treebank), "--vars.max_steps", "20", "--vars.n_sents", "2",
          "--vars.benchmark_repeats", "1"],
-        cwd=root,
+        cwd=root, env=unactivated_env(),
     )
     return root
+
+
+def unactivated_env():
+    """os.environ as if the venv that runs the tests were not activated."""
+    venv_bin = str(Path(sys.executable).parent)
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PATH"] = os.pathsep.join(path)
+    return env
+
+
+def test_timed_script_runs_python_with_its_own_interpreter(tmp_path):
+    out = tmp_path / "time.json"
+    code = "import sys, spacy; print(sys.executable)"
+    result = run([sys.executable, str(ROOT / "scripts" / "timed.py"), str(out), "--", "python", "-c", code],
+                 cwd=tmp_path, env=unactivated_env())
+    assert result.stdout.splitlines()[0] == sys.executable
+    assert json.loads(out.read_text())["train_seconds"] >= 0
 
 
 @pytest.mark.slow

@@ -1,9 +1,11 @@
 """Bad input, long docs, processes, determinism: nothing crashes, nothing is lost."""
+import io
 import pickle
 
 import numpy
 import pytest
 import spacy
+import srsly
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,9 +13,10 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import fix_random_seed
 
-from spacy_crf.chunking import chunk_lengths, grid_index
+from spacy_crf.ml import torch_network
+from spacy_crf.ml.crf_batch import chunk_lengths, grid_index
 
-from .test_tagger import (
+from .helpers import (
     SMALL_MODEL,
     TEST_TEXTS,
     assert_same_weights,
@@ -114,7 +117,7 @@ def test_whitespace_and_one_token_docs(trained):
 def test_nan_scores_raise_a_coded_error():
     nlp = make_nlp()
     optimizer = nlp.initialize(lambda: make_examples(nlp))
-    network = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]._model
+    network = torch_network(nlp.get_pipe("crf_tagger").model)
     with torch.no_grad():
         network.emission.bias.fill_(float("nan"))
     with pytest.raises(ValueError, match=r"\[E006\] The model's scores"):
@@ -124,7 +127,7 @@ def test_nan_scores_raise_a_coded_error():
 def test_inf_transitions_raise_a_coded_error():
     nlp = make_nlp()
     optimizer = nlp.initialize(lambda: make_examples(nlp))
-    network = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]._model
+    network = torch_network(nlp.get_pipe("crf_tagger").model)
     with torch.no_grad():
         network.transitions.fill_(float("inf"))
     with pytest.raises(ValueError, match=r"\[E006\]"):
@@ -190,7 +193,7 @@ def test_input_width_mismatch_leaves_component_unchanged(trained):
     with pytest.raises(ValueError, match=r"\[E008\]"):
         tagger.from_bytes(other.get_pipe("crf_tagger").to_bytes())
     assert tags_of(trained, TEST_TEXTS) == before
-    assert tagger.cfg["input_width"] == 32
+    assert tagger.model.get_ref("output_layer").get_dim("nI") == 32
 
 
 def test_foreign_model_file_raises(trained, tmp_path):
@@ -231,7 +234,7 @@ def test_random_docs_and_partial_annotation_never_crash(data, n_labels):
     losses = nlp.update(examples, sgd=optimizer)
     assert losses["crf_tagger"] >= 0 and numpy.isfinite(losses["crf_tagger"])
     docs = [Doc(vocab, words=[w for w, _ in tokens]) for tokens in data]
-    guesses = tagger.predict(docs)
+    guesses = tagger.predict(docs).ids
     assert [len(g) for g in guesses] == [len(d) for d in docs]
     tagger.set_annotations(docs, guesses)
     assert all(t.tag_ in labels for d in docs for t in d)
@@ -266,9 +269,42 @@ def test_training_with_negative_labels():
     loss, d_scores = tagger.get_loss([negative], scores)
     assert loss > 0
     # ruling a tag out pushes its score down and no other's up more than it
-    assert d_scores.emissions[0, 0, 2] > 0 and d_scores.emissions[0, 1, 0] > 0
+    d_emissions = d_scores.scores.emissions
+    assert d_emissions[0, 0, 2] > 0 and d_emissions[0, 1, 0] > 0
     optimizer = nlp.create_optimizer()
     for _ in range(30):
         nlp.update(examples + [negative], sgd=optimizer)
     doc = nlp("eggs ham")
     assert doc[0].tag_ != "V" and doc[1].tag_ != "J"
+
+
+class _RunsCode:
+    """Unpickling this calls open(path, "w"): it would create the file."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_model_file_with_code_is_refused_without_running_it(trained, tmp_path):
+    tagger = trained.get_pipe("crf_tagger")
+    before = tags_of(trained, TEST_TEXTS)
+    marker = tmp_path / "code-ran"
+    payload = io.BytesIO()
+    torch.save({"emission.weight": _RunsCode(marker)}, payload)
+    msg = srsly.msgpack_loads(tagger.model.to_bytes())
+    for node_shims in msg["shims"]:
+        for i, shim_bytes in enumerate(node_shims):
+            shim_msg = srsly.msgpack_loads(shim_bytes)
+            shim_msg["state"] = payload.getvalue()
+            node_shims[i] = srsly.msgpack_dumps(shim_msg)
+    tagger.to_disk(tmp_path / "evil")
+    (tmp_path / "evil" / "model").write_bytes(srsly.msgpack_dumps(msg))
+    with pytest.raises(ValueError, match=r"\[E017\]"):
+        make_nlp().get_pipe("crf_tagger").from_disk(tmp_path / "evil")
+    with pytest.raises(ValueError, match=r"\[E017\]"):
+        tagger.from_disk(tmp_path / "evil")
+    assert not marker.exists()
+    assert tags_of(trained, TEST_TEXTS) == before

@@ -7,81 +7,22 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import fix_random_seed
 
-from spacy_crf import CRFTagger
+from spacy_crf import CRFPrediction, CRFTagger
+from spacy_crf.ml import CRFBatch, crf_shim, torch_network
 from spacy_crf.nn import CRFScores
+from spacy_crf.targets import TARGETS, gold_ids
 
-TRAIN_DATA = [
-    ("I like green eggs", {"tags": ["N", "V", "J", "N"]}),
-    ("Eat blue ham", {"tags": ["V", "J", "N"]}),
-    ("eggs", {"tags": ["N"]}),
-]
-UPOS_DATA = [
-    ("I like green eggs", {"pos": ["PRON", "VERB", "ADJ", "NOUN"]}),
-    ("Eat blue ham", {"pos": ["VERB", "ADJ", "NOUN"]}),
-]
-TEST_TEXTS = ["I like blue ham", "Eat green eggs", "eggs", "", "I like green eggs and ham"]
-
-SMALL_MODEL = {
-    "@architectures": "spacy_crf.BiLSTMCRF.v1",
-    "hidden_width": 16,
-    "depth": 1,
-    "dropout": 0.0,
-    "crf": True,
-    "tok2vec": {
-        "@architectures": "spacy.HashEmbedCNN.v2",
-        "pretrained_vectors": None,
-        "width": 32,
-        "depth": 2,
-        "embed_size": 500,
-        "window_size": 1,
-        "maxout_pieces": 3,
-        "subword_features": True,
-    },
-}
-
-
-def make_examples(nlp, data=TRAIN_DATA):
-    return [Example.from_dict(nlp.make_doc(text), annots) for text, annots in data]
-
-
-def make_nlp(model=None, **config):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": model or SMALL_MODEL, **config})
-    return nlp
-
-
-def train(nlp, examples, steps=60):
-    optimizer = nlp.initialize(get_examples=lambda: examples)
-    losses = {}
-    for _ in range(steps):
-        losses = {}
-        nlp.update(examples, sgd=optimizer, losses=losses)
-    return losses
-
-
-def model_weights(tagger):
-    """Every parameter of the component: Thinc params and torch state."""
-    weights = {}
-    for node in tagger.model.walk():
-        for name in node.param_names:
-            if node.has_param(name):
-                weights[f"{node.id}.{name}"] = numpy.asarray(node.get_param(name))
-        for shim in node.shims:
-            for key, value in shim._model.state_dict().items():
-                weights[f"torch.{key}"] = value.cpu().numpy()
-    return list(weights.values())
-
-
-def assert_same_weights(a, b):
-    wa, wb = model_weights(a), model_weights(b)
-    assert len(wa) == len(wb) > 0
-    for x, y in zip(wa, wb):
-        assert x.shape == y.shape
-        assert numpy.array_equal(x, y)
-
-
-def tags_of(nlp, texts, attr="tag_"):
-    return [[getattr(t, attr) for t in nlp(text)] for text in texts]
+from .helpers import (
+    SMALL_MODEL,
+    TEST_TEXTS,
+    TRAIN_DATA,
+    UPOS_DATA,
+    assert_same_weights,
+    make_examples,
+    make_nlp,
+    tags_of,
+    train,
+)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +73,7 @@ def test_labels_sorted_and_label_data(trained):
     tagger = trained[0].get_pipe("crf_tagger")
     assert tagger.labels == ("J", "N", "V")
     assert tagger.label_data == ("J", "N", "V")
-    assert tagger.cfg["input_width"] == 32
+    assert tagger.model.get_ref("output_layer").get_dim("nI") == 32
 
 
 def test_initialize_with_labels_argument():
@@ -158,11 +99,11 @@ def test_predict_shapes_and_empty_docs(trained):
     nlp, _ = trained
     tagger = nlp.get_pipe("crf_tagger")
     docs = [nlp.make_doc(t) for t in ["", "eggs", "", "I like green eggs"]]
-    guesses = tagger.predict(docs)
-    assert [len(g) for g in guesses] == [0, 1, 0, 4]
-    assert tagger.predict([nlp.make_doc(""), nlp.make_doc("")]) != None  # noqa: E711
-    assert [len(g) for g in tagger.predict([nlp.make_doc("")] * 3)] == [0, 0, 0]
-    assert tagger.predict([]) == []
+    prediction = tagger.predict(docs)
+    assert isinstance(prediction, CRFPrediction) and prediction.confidences is None
+    assert [len(g) for g in prediction.ids] == [0, 1, 0, 4]
+    assert [len(g) for g in tagger.predict([nlp.make_doc("")] * 3).ids] == [0, 0, 0]
+    assert tagger.predict([]).ids == []
     assert [t.tag_ for t in nlp("")] == []
     assert all(t.tag_ in tagger.labels for t in nlp("   eggs  \n\n ham !"))
 
@@ -177,10 +118,11 @@ def test_update_with_only_empty_docs_is_a_no_op():
 def test_scores_are_torch_tensors_on_model_device(trained):
     nlp, _ = trained
     tagger = nlp.get_pipe("crf_tagger")
-    scores = tagger.model.predict([nlp.make_doc("I like eggs"), nlp.make_doc("ham")])
-    assert isinstance(scores, CRFScores)
-    assert scores.emissions.shape == (2, 3, 3)
-    assert scores.mask.tolist() == [[True, True, True], [True, False, False]]
+    batch = tagger.model.predict([nlp.make_doc("I like eggs"), nlp.make_doc("ham")])
+    assert isinstance(batch, CRFBatch) and isinstance(batch.scores, CRFScores)
+    assert batch.scores.emissions.shape == (2, 3, 3)
+    assert batch.scores.mask.tolist() == [[True, True, True], [True, False, False]]
+    assert batch.doc_lengths == [3, 1] and [len(ids) for ids in batch.decode()] == [3, 1]
 
 
 def test_missing_tags_contribute_no_loss():
@@ -191,8 +133,8 @@ def test_missing_tags_contribute_no_loss():
     scores = tagger.model.predict([eg.predicted for eg in unannotated])
     loss, d_scores = tagger.get_loss(unannotated, scores)
     assert loss == 0.0
-    assert torch.count_nonzero(d_scores.emissions) == 0
-    assert torch.count_nonzero(d_scores.transitions) == 0
+    assert torch.count_nonzero(d_scores.scores.emissions) == 0
+    assert torch.count_nonzero(d_scores.scores.transitions) == 0
 
 
 def test_partial_annotation_trains_on_known_tags_only():
@@ -211,7 +153,8 @@ def test_partial_annotation_trains_on_known_tags_only():
     # under the gold constraint: no one-hot target is invented for it
     scores = tagger.model.predict([eg.predicted for eg in examples])
     _, d_scores = tagger.get_loss(examples, scores)
-    assert torch.allclose(d_scores.emissions.sum(-1), torch.zeros(2, 4, dtype=d_scores.emissions.dtype), atol=1e-5)
+    d_emissions = d_scores.scores.emissions
+    assert torch.allclose(d_emissions.sum(-1), torch.zeros(2, 4, dtype=d_emissions.dtype), atol=1e-5)
 
 
 def test_misaligned_gold_tokens_are_missing_values():
@@ -221,7 +164,7 @@ def test_misaligned_gold_tokens_are_missing_values():
     tagger = nlp.get_pipe("crf_tagger")
     predicted = nlp.make_doc("I like greeneggs")
     reference = Doc(nlp.vocab, words=["I", "like", "green", "eggs"], tags=["N", "V", "J", "N"])
-    tags, _ = tagger._gold_ids([Example(predicted, reference)])
+    tags, _, _ = gold_ids(TARGETS["tag"].gold_values(Example(predicted, reference), "none"), tagger.labels)
     assert tags.tolist() == [1, 2, -1]
     losses = nlp.update([Example(predicted, reference)])
     assert numpy.isfinite(losses["crf_tagger"])
@@ -233,7 +176,8 @@ def test_negative_labels_exclude_a_tag():
     nlp.initialize(get_examples=lambda: examples)
     tagger = nlp.get_pipe("crf_tagger")
     reference = Doc(nlp.vocab, words=["eggs", "ham"], tags=["!N", "N"])
-    tags, excluded = tagger._gold_ids([Example(nlp.make_doc("eggs ham"), reference)])
+    example = Example(nlp.make_doc("eggs ham"), reference)
+    tags, excluded, _ = gold_ids(TARGETS["tag"].gold_values(example, "none"), tagger.labels)
     assert tags.tolist() == [-1, 1]
     assert excluded.tolist() == [1, -1]
 
@@ -327,14 +271,14 @@ def test_annotation_keeps_other_attributes(trained):
 
 def test_crf_transitions_are_trained(trained):
     tagger = trained[0].get_pipe("crf_tagger")
-    network = tagger.model.get_ref("output_layer").layers[0].shims[0]._model
+    network = torch_network(tagger.model)
     assert torch.count_nonzero(network.transitions) > 0
 
 
 def test_softmax_ablation_keeps_transitions_at_zero():
     nlp = make_nlp(model={**SMALL_MODEL, "crf": False})
     train(nlp, make_examples(nlp), steps=40)
-    network = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]._model
+    network = torch_network(nlp.get_pipe("crf_tagger").model)
     assert torch.count_nonzero(network.transitions) == 0
     assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
 
@@ -342,7 +286,7 @@ def test_softmax_ablation_keeps_transitions_at_zero():
 def test_depth_zero_is_a_crf_on_the_tok2vec():
     nlp = make_nlp(model={**SMALL_MODEL, "depth": 0})
     train(nlp, make_examples(nlp), steps=60)
-    network = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]._model
+    network = torch_network(nlp.get_pipe("crf_tagger").model)
     assert network.lstm is None
     assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
 
@@ -415,7 +359,7 @@ def test_mismatched_config_leaves_component_unchanged(trained, tmp_path):
     with pytest.raises(ValueError, match=r"\[E008\]"):
         tagger.from_bytes(other.get_pipe("crf_tagger").to_bytes())
     assert tags_of(nlp, TEST_TEXTS) == before
-    assert tagger.cfg["input_width"] == 32
+    assert tagger.model.get_ref("output_layer").get_dim("nI") == 32
     # a model trained with other labels: the weights do not fit the label count
     (tmp_path / "t").mkdir()
     tagger.to_disk(tmp_path / "t")
@@ -449,7 +393,7 @@ def test_training_and_decoding_on_gpu():
         nlp = make_nlp()
         losses = train(nlp, make_examples(nlp), steps=60)
         tagger = nlp.get_pipe("crf_tagger")
-        scores = tagger.model.predict([nlp.make_doc("I like eggs")])
+        scores = tagger.model.predict([nlp.make_doc("I like eggs")]).scores
         assert scores.emissions.is_cuda and scores.mask.is_cuda
         assert losses["crf_tagger"] < 1.0  # summed over 8 tokens; ~9 at the start
         assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
@@ -463,7 +407,7 @@ def test_marginals(trained):
     docs = [nlp.make_doc(t) for t in ["I like green eggs", "", "eggs"]]
     probs = tagger.marginals(docs)
     assert [p.shape for p in probs] == [(4, 3), (0, 3), (1, 3)]
-    for p, ids in zip(probs, tagger.predict(docs)):
+    for p, ids in zip(probs, tagger.predict(docs).ids):
         assert numpy.allclose(p.sum(-1), 1.0, atol=1e-5)
         # on training data the decoded tag is also the most probable one
         assert p.argmax(-1).tolist() == ids.tolist()
@@ -529,7 +473,7 @@ def test_nbest(trained):
     layer.attrs["chunk_size"] = 2
     try:
         ranked = tagger.nbest([doc], 6)[0]
-        viterbi = [tagger.labels[i] for i in tagger.predict([doc])[0]]
+        viterbi = [tagger.labels[i] for i in tagger.predict([doc]).ids[0]]
     finally:
         layer.attrs["chunk_size"] = 512
     assert ranked[0][0] == viterbi
@@ -550,8 +494,8 @@ def test_averaged_weights_reach_the_torch_network():
     )["o"]
     for _ in range(5):
         nlp.update(examples, sgd=optimizer)
-    shim = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]
-    network = shim._model
+    shim = crf_shim(nlp.get_pipe("crf_tagger").model)
+    network = shim.network
     trained = {k: v.clone() for k, v in network.state_dict().items()}
     averages = {k[1]: v for k, v in optimizer.averages.items() if k[0] == shim.id}
     assert "transitions" in averages and "lstm.weight_hh_l0" in averages
@@ -561,3 +505,67 @@ def test_averaged_weights_reach_the_torch_network():
         assert not torch.equal(network.transitions, trained["transitions"])
     for name, value in network.state_dict().items():
         assert torch.equal(value, trained[name])
+
+
+def test_add_label_then_initialize_without_examples():
+    """As with spaCy's tagger: the added labels are kept, and nlp.initialize()
+    with no data (as `spacy init labels` pipelines do) builds the model."""
+    nlp = make_nlp()
+    tagger = nlp.get_pipe("crf_tagger")
+    for label in ("V", "N", "J"):
+        assert tagger.add_label(label) == 1
+    assert tagger.add_label("N") == 0
+    nlp.initialize()
+    assert tagger.labels == ("J", "N", "V")
+    assert tagger.model.get_ref("output_layer").get_dim("nO") == 3
+    assert all(t.tag_ in tagger.labels for t in nlp("I like green eggs"))
+    with pytest.raises(ValueError, match=r"\[E004\]"):
+        tagger.add_label("X")
+    optimizer = nlp.resume_training()
+    examples = make_examples(nlp)
+    for _ in range(40):
+        nlp.update(examples, sgd=optimizer)
+    assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+
+
+def test_add_label_joins_the_labels_of_the_examples():
+    nlp = make_nlp()
+    nlp.get_pipe("crf_tagger").add_label("X")
+    nlp.initialize(lambda: make_examples(nlp))
+    assert nlp.get_pipe("crf_tagger").labels == ("J", "N", "V", "X")
+
+
+def test_initialize_labels_from_the_config():
+    """[initialize.components.crf_tagger.labels], as written by `spacy init labels`."""
+    nlp = make_nlp()
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"labels": ["V", "N", "J"]}
+    nlp.initialize(lambda: make_examples(nlp))
+    assert nlp.get_pipe("crf_tagger").labels == ("V", "N", "J")
+    with pytest.raises(ValueError, match=r"\[E012\]"):
+        nlp.get_pipe("crf_tagger").initialize(lambda: make_examples(nlp), labels=[])
+
+
+@pytest.mark.parametrize("store_confidence", [False, True])
+def test_set_annotations_of_predict_is_what_nlp_does(trained, store_confidence):
+    """spaCy's contract: nlp(doc) is set_annotations(docs, predict(docs))."""
+    nlp, _ = trained
+    tagger = nlp.get_pipe("crf_tagger")
+    tagger.cfg["store_confidence"] = store_confidence
+    try:
+        for text in TEST_TEXTS:  # one doc: nlp(text)
+            doc = nlp.make_doc(text)
+            prediction = tagger.predict([doc])
+            assert (prediction.confidences is not None) == store_confidence
+            tagger.set_annotations([doc], prediction)
+            direct = nlp(text)
+            assert [t.tag_ for t in doc] == [t.tag_ for t in direct]
+            assert [t._.crf_confidence for t in doc] == [t._.crf_confidence for t in direct]
+            if store_confidence and len(doc):
+                assert all(0.0 < t._.crf_confidence <= 1.0 for t in doc)
+        docs = [nlp.make_doc(t) for t in TEST_TEXTS]  # one batch: nlp.pipe
+        tagger.set_annotations(docs, tagger.predict(docs))
+        piped = list(nlp.pipe(TEST_TEXTS, batch_size=len(TEST_TEXTS)))
+        assert [[t.tag_ for t in d] for d in piped] == [[t.tag_ for t in d] for d in docs]
+        assert [[t._.crf_confidence for t in d] for d in piped] == [[t._.crf_confidence for t in d] for d in docs]
+    finally:
+        tagger.cfg["store_confidence"] = False

@@ -5,7 +5,7 @@ import json
 import pytest
 import spacy
 
-from .test_config import CONFIGS, SENTENCES, run_spacy, write_docbin
+from .helpers import CONFIGS, SENTENCES, run_spacy, write_docbin
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("spacy_transformers")

@@ -4,7 +4,7 @@ import pytest
 from thinc.api import Maxout, NumpyOps, with_array
 from thinc.types import Ragged
 
-from spacy_crf.unique_rows import distinct_rows, unique_rows
+from spacy_crf.ml.unique_rows import distinct_rows, unique_rows
 
 
 def _ragged_with_repeats(seed=0, n_distinct=7, n_rows=40, width=6):

@@ -1,5 +1,6 @@
-"""Torch code of spacy-crf: the CRF maths and the BiLSTM-CRF network (no spaCy)."""
+"""Torch code of spacy-crf: the CRF maths, its loss and constraints, and the BiLSTM-CRF network (no spaCy)."""
 from .bilstm_crf import BiLSTMCRF
+from .constraints import constrain
 from .crf import (
     NEG_INF,
     CRFScores,
@@ -12,6 +13,7 @@ from .crf import (
     path_score,
     viterbi_decode,
 )
+from .loss import crf_loss
 
 __all__ = [
     "BiLSTMCRF",
@@ -19,6 +21,8 @@ __all__ = [
     "NEG_INF",
     "allowed_from_tags",
     "check_scores",
+    "constrain",
+    "crf_loss",
     "log_partition",
     "marginals",
     "nbest_decode",

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+from .constraints import constrain
 from .crf import CRFScores
 
 
@@ -63,6 +64,27 @@ class BiLSTMCRF(nn.Module):
             self.register_buffer("transitions", zeros_kk)
             self.register_buffer("start", zeros_k)
             self.register_buffer("end", zeros_k.clone())
+        # tag-scheme constraints (see set_constraints); not saved with the weights
+        self.register_buffer("allowed_transitions", None, persistent=False)
+        self.register_buffer("allowed_start", None, persistent=False)
+        self.register_buffer("allowed_end", None, persistent=False)
+
+    def set_constraints(
+        self, transitions: torch.Tensor, start: torch.Tensor, end: torch.Tensor
+    ) -> None:
+        """Forbid transitions, first and last labels: their scores become log(0).
+
+        transitions (Tensor): (K, K) bool, [i, j] if label j may follow label i.
+        start (Tensor): (K,) bool. end (Tensor): (K,) bool.
+        """
+        device = self.transitions.device
+        self.allowed_transitions = transitions.to(device=device, dtype=torch.bool)
+        self.allowed_start = start.to(device=device, dtype=torch.bool)
+        self.allowed_end = end.to(device=device, dtype=torch.bool)
+
+    def clear_constraints(self) -> None:
+        """Allow every transition again."""
+        self.allowed_transitions = self.allowed_start = self.allowed_end = None
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> CRFScores:
         """Score a padded batch.
@@ -93,7 +115,11 @@ class BiLSTMCRF(nn.Module):
             scores = self.emission(self.dropout(output.data))  # shape: (n_tokens, K)
             emissions = scores.new_zeros(B * T, scores.shape[1]).index_copy(0, flat, scores)
             emissions = emissions.view(B, T, -1)
-        return CRFScores(emissions, mask, self.transitions, self.start, self.end)
+        scores = CRFScores(emissions, mask, self.transitions, self.start, self.end)
+        if self.allowed_transitions is not None:
+            scores = constrain(scores, self.allowed_transitions, self.allowed_start, self.allowed_end)
+        return scores
+
 
 class PackingRows(NamedTuple):
     """Where the tokens of a padded (B, T) batch go in a PackedSequence.

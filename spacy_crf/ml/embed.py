@@ -8,7 +8,7 @@ mixed by a Maxout layer into one vector per token.
   never seen in training then gets a vector trained for unknown words, not the
   hashed rows of unrelated words, and the character and affix features carry it.
 """
-from typing import Callable, Iterable, List, Tuple, Union
+from typing import Callable, Iterable, List, Optional, Tuple, Union
 
 import numpy
 from spacy.attrs import intify_attr
@@ -22,7 +22,7 @@ from spacy.util import registry
 from thinc.api import HashEmbed, Maxout, Model, chain, concatenate, list2ragged, ragged2list, with_array
 from thinc.types import Floats2d, Ints2d, Ragged
 
-from .errors import Errors
+from ..errors import Errors
 from .unique_rows import unique_rows
 
 
@@ -90,7 +90,8 @@ def build_hash_char_embed_v2(
     width, attrs, rows, nM, nC, include_static_vectors: as for v1; the first
         attribute is the word.
     min_count (int): 0 embeds every word; n > 0 keeps the words seen at least
-        n times in the training data (counted by crf_tagger.initialize) and
+        n times in the training data (counted by crf_tagger.initialize, also
+        in a shared tok2vec) and
         maps the rest to one unknown-word key.
     word_dropout (float): while training, the share of known words also
         replaced by the unknown-word key (needs min_count > 0).
@@ -117,12 +118,15 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
     """Replace the words outside the known-word list (column 0) by UNKNOWN_WORD.
 
     attrs["known"] holds the sorted keys of the known words, and
-    attrs["counted"] whether they were counted: crf_tagger's initialize fills
-    both from the training data (see `set_known_words`).
+    attrs["counted"] whether they were counted. `count_known_words` counts
+    them over the training data (crf_tagger.initialize calls it for every
+    such layer of the pipeline, a shared tok2vec's too); a layer initialized
+    before that counts the words of its initialization sample.
     """
     return Model(
         "known_words",
         _known_words_forward,
+        init=_known_words_init,
         attrs={
             "attr": attr,
             "min_count": min_count,
@@ -131,6 +135,17 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
             "counted": False,
         },
     )
+
+
+def _known_words_init(model: Model, X: Optional[Ragged] = None, Y: None = None) -> None:
+    if X is not None and not model.attrs["counted"]:
+        _set_known(model, model.ops.to_numpy(X.dataXd[:, 0]))
+
+
+def _set_known(layer: Model, words: numpy.ndarray) -> None:
+    words, counts = numpy.unique(words.astype("uint64"), return_counts=True)
+    layer.attrs["known"] = words[counts >= layer.attrs["min_count"]]
+    layer.attrs["counted"] = True
 
 
 def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragged, Callable]:
@@ -153,20 +168,19 @@ def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragge
     return Ragged(keys, X.lengths), lambda dY: dY
 
 
-def set_known_words(model: Model, get_docs: Callable[[], Iterable[Doc]]) -> None:
-    """Fill every known_words layer in `model` from the words of the docs.
+def count_known_words(models: Iterable[Model], get_docs: Callable[[], Iterable[Doc]]) -> None:
+    """Count the known-word list of every known_words layer in these models
+    over the words of the docs (the training data).
 
+    models (Iterable[Model]): e.g. the models of a pipeline's components.
     get_docs (Callable[[], Iterable[Doc]]): the training docs; only read when
-        the model has a known_words layer, once for all of them.
+        a model has a known_words layer, once for all of them.
     """
-    layers = [node for node in model.walk() if node.name == "known_words"]
+    layers = {node.id: node for model in models for node in model.walk() if node.name == "known_words"}
     if not layers:
         return
-    attrs = sorted({layer.attrs["attr"] for layer in layers})
+    attrs = sorted({layer.attrs["attr"] for layer in layers.values()})
     columns = [doc.to_array(attrs).reshape(len(doc), len(attrs)) for doc in get_docs()]
     keys = numpy.concatenate(columns) if columns else numpy.zeros((0, len(attrs)), dtype="uint64")
-    for layer in layers:
-        column = keys[:, attrs.index(layer.attrs["attr"])].astype("uint64")
-        words, counts = numpy.unique(column, return_counts=True)
-        layer.attrs["known"] = words[counts >= layer.attrs["min_count"]]
-        layer.attrs["counted"] = True
+    for layer in layers.values():
+        _set_known(layer, keys[:, attrs.index(layer.attrs["attr"])])

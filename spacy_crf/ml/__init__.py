@@ -1,0 +1,20 @@
+"""The Thinc side of spacy-crf: the registered architectures, the shim around
+the torch network, the model's output (`CRFBatch`) and the loss the component
+calls. The torch maths itself lives in `spacy_crf.nn`."""
+from .bilstm_crf import build_bilstm_crf, crf_shim, set_constraints, torch_network
+from .crf_batch import CRFBatch, merge_nbest
+from .embed import build_hash_char_embed, build_hash_char_embed_v2, count_known_words
+from .loss import crf_batch_loss
+
+__all__ = [
+    "CRFBatch",
+    "build_bilstm_crf",
+    "build_hash_char_embed",
+    "build_hash_char_embed_v2",
+    "count_known_words",
+    "crf_batch_loss",
+    "crf_shim",
+    "merge_nbest",
+    "set_constraints",
+    "torch_network",
+]

@@ -1,0 +1,162 @@
+"""The registered architecture `spacy_crf.BiLSTMCRF.v1`: tok2vec -> BiLSTM-CRF.
+
+The torch network sits behind Thinc's PyTorchWrapper with a `CRFShim`, which
+builds it once the input width and the number of labels are known (at
+`initialize`, or from a saved model). The layer cuts long docs into chunks and
+returns a `CRFBatch`, which maps the chunks back to docs.
+"""
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import ArgsKwargs, Model, chain, torch2xp, xp2torch
+from thinc.layers.pytorchwrapper import forward as pytorch_forward
+from thinc.types import Floats2d
+
+from ..errors import Errors
+from ..nn import BiLSTMCRF, CRFScores
+from .crf_batch import CRFBatch, chunk_lengths
+from .shim import CRFShim
+
+
+@registry.architectures("spacy_crf.BiLSTMCRF.v1")
+def build_bilstm_crf(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    hidden_width: int = 128,
+    depth: int = 1,
+    dropout: float = 0.0,
+    crf: bool = True,
+    chunk_size: int = 512,
+    nO: Optional[int] = None,
+    input_dropout: float = 0.0,
+) -> Model[List[Doc], CRFBatch]:
+    """Build a BiLSTM-CRF tagger on top of any tok2vec.
+
+    tok2vec (Model[List[Doc], List[Floats2d]]): the token vectors, e.g. a
+        spacy.Tok2Vec.v2, a spacy.Tok2VecListener.v1 or a transformer listener.
+    hidden_width (int): LSTM hidden size per direction.
+    depth (int): number of BiLSTM layers; 0 means a CRF on the tok2vec output.
+    dropout (float): dropout on the BiLSTM outputs (and between its layers).
+    crf (bool): False fixes the transition scores at zero: a per-token softmax
+        trained with cross-entropy, for ablations.
+    chunk_size (int): docs longer than this are cut into near-equal chunks,
+        each its own CRF sequence (bounded memory, a short time loop); 0 never
+        cuts. Docs up to this length are decoded whole.
+    nO (Optional[int]): number of labels; set by the component from its labels.
+    input_dropout (float): dropout on the token vectors entering the BiLSTM.
+    RETURNS (Model[List[Doc], CRFBatch]): the CRF scores of a batch of docs.
+    """
+    shim = CRFShim(
+        hidden_width=hidden_width,
+        depth=depth,
+        dropout=dropout,
+        learn_transitions=crf,
+        input_dropout=input_dropout,
+    )
+    wrapper = Model(
+        "pytorch",
+        pytorch_forward,
+        attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
+        shims=[shim],
+        dims={"nI": None, "nO": None},
+    )
+    crf_layer: Model[List[Floats2d], CRFBatch] = Model(
+        "bilstm_crf",
+        _crf_layer_forward,
+        init=_crf_layer_init,
+        layers=[wrapper],
+        dims={"nI": None, "nO": nO},
+        attrs={"chunk_size": chunk_size},
+    )
+    model = chain(tok2vec, crf_layer)
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("output_layer", crf_layer)
+    return model
+
+
+def crf_shim(model: Model) -> CRFShim:
+    """The shim of a BiLSTMCRF model (or of its output layer)."""
+    layer = model.get_ref("output_layer") if model.has_ref("output_layer") else model
+    return layer.layers[0].shims[0]
+
+
+def torch_network(model: Model) -> Optional[BiLSTMCRF]:
+    """RETURNS (Optional[BiLSTMCRF]): the model's torch network, None until built."""
+    return crf_shim(model).network
+
+
+def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> None:
+    """Give the CRF hard constraints: bool masks (K, K) transitions, (K,)
+    start, (K,) end, as from `spacy_crf.constraints.allowed_transitions`; None
+    allows everything. They hold across saving and loading the weights."""
+    crf_shim(model).set_constraints(None if masks is None else tuple(masks))
+
+
+def _crf_layer_init(model: Model, X: Optional[List[Floats2d]] = None, Y: Any = None) -> None:
+    """Build a fresh network for nI (from X) and nO (set by the component)."""
+    if X is not None and len(X):
+        model.set_dim("nI", int(X[0].shape[1]), force=True)
+    nI, nO = model.maybe_get_dim("nI"), model.maybe_get_dim("nO")
+    if not nI or not nO:
+        raise ValueError(Errors.E011.format(nI=nI, nO=nO))
+    crf_shim(model).build(nI, nO)
+
+
+def _crf_layer_forward(model: Model, X: List[Floats2d], is_train: bool) -> Tuple[CRFBatch, Callable]:
+    """Cut docs longer than chunk_size into chunks; score the chunks."""
+    if crf_shim(model).network is None:
+        raise ValueError(Errors.E009.format(name=model.name))
+    xp = model.ops.xp
+    chunk_size = model.attrs["chunk_size"]
+    doc_lengths = [len(x) for x in X]
+    lengths = chunk_lengths(doc_lengths, chunk_size)
+    if len(lengths) == len(X):
+        scores, backprop_rows = model.layers[0](X, is_train)
+    else:
+        chunks = xp.split(xp.concatenate(X), numpy.cumsum(lengths)[:-1].tolist())
+        scores, backprop_rows = model.layers[0](chunks, is_train)
+
+    def backprop(d_batch: CRFBatch) -> List[Floats2d]:
+        d_rows = backprop_rows(d_batch.scores)
+        if len(lengths) == len(X):
+            return d_rows
+        return xp.split(xp.concatenate(d_rows), numpy.cumsum(doc_lengths)[:-1].tolist())
+
+    return CRFBatch(scores, doc_lengths, chunk_size), backprop
+
+
+def _convert_inputs(
+    model: Model, X: List[Floats2d], is_train: bool
+) -> Tuple[ArgsKwargs, Callable[[ArgsKwargs], List[Floats2d]]]:
+    """Pad the sequences into one (B, T, D) batch on the model's device."""
+    ops = model.ops
+    lengths = [len(x) for x in X]
+    if max(lengths, default=0) == 0:
+        width = X[0].shape[1] if X else model.shims[0].network.n_inputs
+        padded = ops.alloc3f(len(X), 1, width)  # T >= 1 keeps the LSTM happy
+    else:
+        padded = ops.pad(X)  # shape: (B, T, D)
+    device = model.shims[0].device
+    inputs = xp2torch(padded, requires_grad=is_train, device=device)
+    lengths_cpu = torch.tensor(lengths, dtype=torch.long)
+
+    def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
+        return ops.unpad(torch2xp(d_inputs.args[0]), lengths)
+
+    return ArgsKwargs(args=(inputs, lengths_cpu), kwargs={}), backprop
+
+
+def _convert_outputs(
+    model: Model, X_Ytorch: Tuple[List[Floats2d], CRFScores], is_train: bool
+) -> Tuple[CRFScores, Callable[[CRFScores], ArgsKwargs]]:
+    """Hand the torch scores on as they are; route their gradients back."""
+    _, scores = X_Ytorch
+
+    def backprop(d_scores: CRFScores) -> ArgsKwargs:
+        pairs = [(y, dy) for y, dy in zip(scores, d_scores) if dy is not None and y.requires_grad]
+        tensors, grads = zip(*pairs)
+        return ArgsKwargs(args=(tensors,), kwargs={"grad_tensors": grads})
+
+    return scores, backprop

@@ -1,0 +1,188 @@
+"""The Thinc shim around the torch network: it builds the network once its
+sizes are known, saves those sizes with the weights, and loads weights only.
+
+- The network (`spacy_crf.nn.BiLSTMCRF`) needs its input width and label
+  count, known at `initialize`. Until then the shim holds no network; when a
+  trained pipeline is loaded, `from_bytes` rebuilds it from the saved sizes
+  (files from spacy-crf 0.1.0, which did not save them, give them through the
+  shapes of their weights). The component's `from_disk` therefore needs no
+  knowledge of the network.
+- Loading never runs code from the file: the weights are read with
+  `torch.load(weights_only=True)` (Thinc's shim uses plain `torch.load`, which
+  unpickles arbitrary objects on torch < 2.6).
+- `use_params` finds the optimizer's averaged weights: Thinc's optimizer keys
+  torch parameters `(shim.id, name)`, while `PyTorchShim.use_params` only
+  looks for `"pytorch_{id}_{name}"`, so with `use_averages = true` the torch
+  averages were never used. Both kinds of key are accepted.
+- After Thinc's optimizer replaces the parameters, the LSTM's weights are
+  made one contiguous buffer again (cuDNN would otherwise copy them on every
+  call; a no-op on CPU).
+"""
+import contextlib
+import io
+import pickle
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+import srsly
+import torch
+from thinc.api import PyTorchShim, get_torch_default_device, xp2torch
+
+from ..errors import Errors, UnsafeModelError
+from ..nn import BiLSTMCRF
+
+# The network's settings that decide the shapes of its weights.
+STRUCTURAL = ("hidden_width", "depth", "learn_transitions")
+
+
+class CRFShim(PyTorchShim):
+    """A PyTorchShim for a BiLSTMCRF that is built when its sizes are known.
+
+    hidden_width, depth, dropout, learn_transitions, input_dropout: the
+    network's settings (see `spacy_crf.nn.BiLSTMCRF`).
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(None, config={"network": dict(settings)})
+        self._constraints: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
+
+    @property
+    def network(self) -> Optional[BiLSTMCRF]:
+        """RETURNS (Optional[BiLSTMCRF]): the torch network, None until built."""
+        return self._model
+
+    @property
+    def device(self) -> torch.device:
+        if self._model is None:
+            return get_torch_default_device()
+        return self._model.transitions.device
+
+    def build(self, n_inputs: int, n_labels: int) -> BiLSTMCRF:
+        """Create a freshly initialized network for these sizes."""
+        network_cfg = {**self.cfg["network"], "n_inputs": n_inputs, "n_labels": n_labels}
+        settings = dict(network_cfg)
+        network = BiLSTMCRF(settings.pop("n_inputs"), settings.pop("n_labels"), **settings)
+        self._model = network.to(get_torch_default_device())
+        self.cfg = {"network": network_cfg}
+        self._apply_constraints()
+        return self._model
+
+    def set_constraints(
+        self, masks: Optional[Tuple[Any, Any, Any]]
+    ) -> None:
+        """Forbid the transitions, first and last labels that the bool masks
+        (K, K), (K,), (K,) rule out; None allows everything. Kept across loads."""
+        if masks is None:
+            self._constraints = None
+        else:
+            self._constraints = tuple(torch.as_tensor(m, dtype=torch.bool) for m in masks)
+        self._apply_constraints()
+
+    def _apply_constraints(self) -> None:
+        network = self._model
+        if network is None:
+            return
+        n_labels = network.transitions.shape[0]
+        if self._constraints is None or self._constraints[1].shape[0] != n_labels:
+            network.clear_constraints()
+        else:
+            network.set_constraints(*self._constraints)
+
+    def finish_update(self, optimizer: Any) -> None:
+        if self._model is None:
+            return
+        super().finish_update(optimizer)
+        self._flatten()
+
+    def _flatten(self) -> None:
+        if self._model.lstm is not None:
+            self._model.lstm.flatten_parameters()
+
+    @contextlib.contextmanager
+    def use_params(self, params: Dict[Any, Any]) -> Iterator[None]:
+        prefix = f"pytorch_{self.id}_"
+        state = {}
+        for key, value in params.items():
+            if isinstance(key, tuple) and len(key) == 2 and key[0] == self.id:
+                name = key[1]
+            elif isinstance(key, str) and key.startswith(prefix):
+                name = key[len(prefix) :]
+            else:
+                continue
+            state[name] = xp2torch(value, device=self.device)
+        if not state or self._model is None:
+            yield
+            return
+        backup = {k: v.clone() for k, v in self._model.state_dict().items()}
+        self._model.load_state_dict(state, strict=False)
+        self._flatten()
+        try:
+            yield
+        finally:
+            self._model.load_state_dict(backup)
+            self._flatten()
+
+    def to_device(self, device_type: str, device_id: int) -> None:
+        if self._model is not None:
+            super().to_device(device_type, device_id)
+            self._apply_constraints()
+
+    def to_bytes(self) -> bytes:
+        state = None
+        if self._model is not None:
+            buffer = io.BytesIO()
+            torch.save(self._model.state_dict(), buffer)
+            state = buffer.getvalue()
+        return srsly.msgpack_dumps({"config": self.cfg, "state": state})
+
+    def from_bytes(self, bytes_data: bytes) -> "CRFShim":
+        """Rebuild the network from saved sizes and weights.
+
+        Raises UnsafeModelError if the weights would need code to load, and
+        ValueError naming the setting if they were made with other settings.
+        """
+        msg = srsly.msgpack_loads(bytes_data)
+        if not isinstance(msg, dict) or "state" not in msg:
+            raise ValueError("no torch network in the data")
+        if msg["state"] is None:  # saved before it was built
+            self._model = None
+            return self
+        state = _load_weights(msg["state"], self.device)
+        saved = (msg.get("config") or {}).get("network") or _settings_from_weights(state)
+        configured = self.cfg["network"]
+        for key in STRUCTURAL:
+            if key in saved and saved[key] != configured[key]:
+                raise ValueError(f"{key} is {saved[key]!r} in the file, {configured[key]!r} in the config")
+        previous = (self._model, self.cfg)
+        self.build(saved["n_inputs"], saved["n_labels"])
+        try:
+            self._model.load_state_dict(state)
+        except Exception:
+            self._model, self.cfg = previous
+            raise
+        return self
+
+
+def _load_weights(data: bytes, device: torch.device) -> Dict[str, torch.Tensor]:
+    """A state dict from torch.save bytes, refusing anything but tensors."""
+    try:
+        state = torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise UnsafeModelError(Errors.E017.format(reason=str(e).splitlines()[0])) from None
+    if not isinstance(state, dict):
+        raise ValueError("the torch weights are not a state dict")
+    return state
+
+
+def _settings_from_weights(state: Dict[str, torch.Tensor]) -> Dict[str, int]:
+    """Sizes and shape settings of a network, read from its weights (files
+    saved by spacy-crf 0.1.0 hold no sizes)."""
+    n_labels, width = state["emission.weight"].shape
+    depth = sum(1 for key in state if key.startswith("lstm.weight_ih_l") and not key.endswith("_reverse"))
+    if depth == 0:
+        return {"n_inputs": width, "n_labels": n_labels, "depth": 0}
+    return {
+        "n_inputs": state["lstm.weight_ih_l0"].shape[1],
+        "n_labels": n_labels,
+        "depth": depth,
+        "hidden_width": state["lstm.weight_hh_l0"].shape[1],
+    }

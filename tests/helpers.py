@@ -1,0 +1,179 @@
+"""Shared test helpers: tiny training data and pipelines, brute-force CRF
+references, the shipped configs and running spaCy's CLI."""
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy
+import spacy
+import torch
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+
+from spacy_crf.ml import torch_network
+from spacy_crf.nn import CRFScores
+
+TRAIN_DATA = [
+    ("I like green eggs", {"tags": ["N", "V", "J", "N"]}),
+    ("Eat blue ham", {"tags": ["V", "J", "N"]}),
+    ("eggs", {"tags": ["N"]}),
+]
+
+
+UPOS_DATA = [
+    ("I like green eggs", {"pos": ["PRON", "VERB", "ADJ", "NOUN"]}),
+    ("Eat blue ham", {"pos": ["VERB", "ADJ", "NOUN"]}),
+]
+
+
+TEST_TEXTS = ["I like blue ham", "Eat green eggs", "eggs", "", "I like green eggs and ham"]
+
+
+SMALL_MODEL = {
+    "@architectures": "spacy_crf.BiLSTMCRF.v1",
+    "hidden_width": 16,
+    "depth": 1,
+    "dropout": 0.0,
+    "crf": True,
+    "tok2vec": {
+        "@architectures": "spacy.HashEmbedCNN.v2",
+        "pretrained_vectors": None,
+        "width": 32,
+        "depth": 2,
+        "embed_size": 500,
+        "window_size": 1,
+        "maxout_pieces": 3,
+        "subword_features": True,
+    },
+}
+
+
+def make_examples(nlp, data=TRAIN_DATA):
+    return [Example.from_dict(nlp.make_doc(text), annots) for text, annots in data]
+
+
+def make_nlp(model=None, **config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": model or SMALL_MODEL, **config})
+    return nlp
+
+
+def train(nlp, examples, steps=60):
+    optimizer = nlp.initialize(get_examples=lambda: examples)
+    losses = {}
+    for _ in range(steps):
+        losses = {}
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    return losses
+
+
+def model_weights(tagger):
+    """Every parameter of the component: Thinc params and torch state."""
+    weights = {}
+    for node in tagger.model.walk():
+        for name in node.param_names:
+            if node.has_param(name):
+                weights[f"{node.id}.{name}"] = numpy.asarray(node.get_param(name))
+    for key, value in torch_network(tagger.model).state_dict().items():
+        weights[f"torch.{key}"] = value.cpu().numpy()
+    return list(weights.values())
+
+
+def assert_same_weights(a, b):
+    wa, wb = model_weights(a), model_weights(b)
+    assert len(wa) == len(wb) > 0
+    for x, y in zip(wa, wb):
+        assert x.shape == y.shape
+        assert numpy.array_equal(x, y)
+
+
+def tags_of(nlp, texts, attr="tag_"):
+    return [[getattr(t, attr) for t in nlp(text)] for text in texts]
+
+
+def random_batch(seed, lengths, n_labels, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    B, T = len(lengths), max(max(lengths), 1)
+    lengths_t = torch.tensor(lengths)
+    return CRFScores(
+        torch.randn(B, T, n_labels, generator=gen, dtype=dtype) * 2,
+        torch.arange(T) < lengths_t[:, None],
+        torch.randn(n_labels, n_labels, generator=gen, dtype=dtype),
+        torch.randn(n_labels, generator=gen, dtype=dtype),
+        torch.randn(n_labels, generator=gen, dtype=dtype),
+    )
+
+
+def brute_score(scores, b, path):
+    """Score(x, y) written out term by term, for sequence b."""
+    emissions, _, transitions, start, end = scores
+    total = start[path[0]] + end[path[-1]]
+    for t, label in enumerate(path):
+        total = total + emissions[b, t, label]
+    for prev, nxt in zip(path, path[1:]):
+        total = total + transitions[prev, nxt]
+    return float(total)
+
+
+def all_paths(length, n_labels):
+    return list(itertools.product(range(n_labels), repeat=length))
+
+
+def brute_log_z(scores, b, length, allowed=None):
+    K = scores.emissions.shape[2]
+    values = [
+        brute_score(scores, b, path)
+        for path in all_paths(length, K)
+        if allowed is None or all(allowed[b, t, y] for t, y in enumerate(path))
+    ]
+    return float(torch.logsumexp(torch.tensor(values, dtype=torch.float64), 0))
+
+
+def valid_reference(tags, scheme):
+    """A state machine written apart from the implementation."""
+    two_sided = scheme in ("BILUO", "IOBES")
+    last, unit = ("L", "U") if scheme == "BILUO" else ("E", "S")
+    open_type = None  # type of an entity that has begun and not ended
+    previous = "O"
+    for tag in tags:
+        prefix, _, kind = tag.partition("-")
+        if prefix == "I" or (two_sided and prefix == last):
+            if scheme in ("BIO", "IOB2"):
+                if previous == "O" or previous.partition("-")[2] != kind:
+                    return False
+            elif open_type != kind:
+                return False
+        elif two_sided and open_type is not None:
+            return False  # an entity left open
+        if two_sided:
+            open_type = kind if prefix in ("B", "I") else None
+        previous = tag
+    return not (two_sided and open_type is not None)
+
+
+CONFIGS = Path(__file__).parent.parent / "configs"
+
+
+SENTENCES = [
+    (["I", "like", "green", "eggs", "."], ["PRP", "VBP", "JJ", "NNS", "."]),
+    (["Eat", "blue", "ham", "!"], ["VB", "JJ", "NN", "."]),
+    (["They", "eat", "ham", "."], ["PRP", "VBP", "NN", "."]),
+    (["Green", "ham", "is", "blue", "."], ["JJ", "NN", "VBZ", "JJ", "."]),
+]
+
+
+def write_docbin(path):
+    vocab = spacy.blank("en").vocab
+    docs = [Doc(vocab, words=words, tags=tags) for words, tags in SENTENCES * 3]
+    DocBin(docs=docs).to_disk(path)
+
+
+def run_spacy(*args, cwd=None):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", *args], capture_output=True, text=True, env=env, cwd=cwd
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
