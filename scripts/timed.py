@@ -1,4 +1,8 @@
-"""Run a command and write its wall time as JSON: timed.py OUT.json -- CMD ..."""
+"""Run a command and write its wall time as JSON: timed.py OUT.json -- CMD ...
+
+A command that starts with `python` runs with the interpreter that runs this
+script, as spaCy's project runner does for the outer command: a venv's python
+works without activating the venv."""
 import json
 import subprocess
 import sys
@@ -11,6 +15,8 @@ def main(argv: list) -> int:
     if separator != "--" or not command:
         print("usage: timed.py OUT.json -- COMMAND ...", file=sys.stderr)
         return 2
+    if command[0] in ("python", "python3"):
+        command = [sys.executable, *command[1:]]
     start = time.perf_counter()
     returncode = subprocess.call(command)
     seconds = time.perf_counter() - start
