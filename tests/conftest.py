@@ -1,14 +1,17 @@
 import os
 
-# Two cores here: one thread each for torch and BLAS avoids oversubscription,
-# which made spaCy training several times slower.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# One torch/BLAS thread per test process by default: the tests' batches are
+# tiny, and on a machine whose cores are busy (CI, parallel jobs) more threads
+# oversubscribe it and slow spaCy training severalfold. SPACY_CRF_TEST_THREADS
+# sets another number.
+THREADS = int(os.environ.get("SPACY_CRF_TEST_THREADS", "1"))
+os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from thinc.api import fix_random_seed  # noqa: E402
 
-torch.set_num_threads(1)
+torch.set_num_threads(THREADS)
 
 
 @pytest.fixture(autouse=True)
