@@ -15,6 +15,7 @@ NAMES = {
     "baseline": "spaCy tagger (efficiency CNN)",
     "cpu": "crf_tagger, CPU config",
     "cpu_pos": "crf_tagger, CPU config, UPOS",
+    "cpu_joint": "crf_tagger, CPU config, joint XPOS+UPOS",
     "baseline_pos": "spaCy morphologizer (efficiency CNN), UPOS",
     "softmax": "crf_tagger softmax ablation",
     "transformer": "crf_tagger + transformer",

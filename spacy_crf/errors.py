@@ -17,7 +17,8 @@ class Errors(metaclass=_ErrorsWithCodes):
     E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
     E002 = (
         "Label '{label}' is not a Universal POS tag, so component '{name}' "
-        "cannot write it to token.pos_ (target = \"pos\"). Valid tags: {options}."
+        "cannot write it to token.pos_ (target \"pos\" or \"tag+pos\", whose "
+        "labels are \"TAG|POS\" pairs). Valid tags: {options}."
     )
     E003 = (
         "The gold data for component '{name}' has the label '{label}', which "

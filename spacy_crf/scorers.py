@@ -11,7 +11,8 @@ TARGET_ATTRS = {"tag": "tag", "pos": "pos"}
 def crf_tagger_score(
     examples: Iterable[Example], *, target: str = "tag", **kwargs: Any
 ) -> Dict[str, Any]:
-    """Score tag_acc (target "tag"), pos_acc ("pos") or ents_p/r/f ("ents").
+    """Score tag_acc (target "tag"), pos_acc ("pos"), both ("tag+pos") or
+    ents_p/r/f ("ents").
 
     examples (Iterable[Example]): the predicted and gold docs.
     target (str): the attribute the component writes.
@@ -19,6 +20,11 @@ def crf_tagger_score(
     """
     if target == "ents":
         return get_ner_prf(examples)
+    if target == "tag+pos":
+        examples = list(examples)
+        scores = Scorer.score_token_attr(examples, "tag", **kwargs)
+        scores.update(Scorer.score_token_attr(examples, "pos", **kwargs))
+        return scores
     return Scorer.score_token_attr(examples, TARGET_ATTRS[target], **kwargs)
 
 

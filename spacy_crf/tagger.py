@@ -98,7 +98,9 @@ def make_crf_tagger(
 
     model (Model[List[Doc], CRFBatch]): the network, e.g. spacy_crf.BiLSTMCRF.v1.
     target (str): "tag" writes token.tag_, "pos" writes token.pos_ (UPOS),
-        "ents" writes doc.ents through the tags of a scheme (BILUO by default).
+        "tag+pos" both, from one CRF over the (tag, pos) pairs of the training
+        data ("NNS|NOUN"), "ents" writes doc.ents through the tags of a scheme
+        (BILUO by default).
     overwrite (bool): replace annotation that a doc already has.
     window (int): docs longer than this many tokens are tagged window by
         window, each window on its own (the network sees no context across a
@@ -205,7 +207,9 @@ class CRFTagger(TrainablePipe):
         return max(self._add(tag) for tag in tags)
 
     def _check_label(self, label: str) -> None:
-        if self.cfg["target"] == "pos" and label not in UPOS_TAGS:
+        target = self.cfg["target"]
+        pos = TARGETS["tag+pos"].split(label)[1] if target == "tag+pos" else label
+        if target in ("pos", "tag+pos") and pos not in UPOS_TAGS:
             raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
 
     def _add(self, label: str) -> int:

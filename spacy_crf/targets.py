@@ -1,5 +1,6 @@
 """What crf_tagger predicts: its target, "tag" (token.tag_), "pos" (token.pos_,
-UPOS) or "ents" (doc.ents through the tags of an entity scheme).
+UPOS), "tag+pos" (both, as one label per pair) or "ents" (doc.ents through the
+tags of an entity scheme).
 
 A target says which labels the training data has, what each token's gold
 value is, and how predicted labels are written to the docs. Gold values are
@@ -104,9 +105,57 @@ class EntityTarget:
                 doc.set_ents(list(doc.ents) + new, default="unmodified")
 
 
-TARGETS: Dict[str, "TokenTarget | EntityTarget"] = {
+class JointTarget:
+    """XPOS and UPOS together: one label per token for the pair seen in
+    training, e.g. "NNS|NOUN", written to token.tag_ and token.pos_.
+
+    A token whose tag or pos is missing (or a negative label) is unknown: the
+    loss sums over every pair there.
+    """
+
+    name = "tag+pos"
+    writes = "token.tag_ and token.pos_"
+    SEPARATOR = "|"
+
+    def labels_in(self, examples: Iterable[Example], scheme: str) -> Set[str]:
+        return {
+            value
+            for eg in examples
+            for value in (self._pair(token.tag_, token.pos_) for token in eg.y)
+            if value
+        }
+
+    def expand_label(self, label: str, scheme: str) -> List[str]:
+        return [label]
+
+    def split(self, label: str) -> Tuple[str, str]:
+        """("NNS", "NOUN") of "NNS|NOUN"."""
+        tag, _, pos = label.rpartition(self.SEPARATOR)
+        return tag, pos
+
+    def gold_values(self, example: Example, scheme: str) -> List[str]:
+        tags = example.get_aligned("TAG", as_string=True)
+        poses = example.get_aligned("POS", as_string=True)
+        return [self._pair(tag, pos) for tag, pos in zip(tags, poses)]
+
+    def _pair(self, tag: str, pos: str) -> str:
+        if not tag or not pos or tag.startswith("!") or pos.startswith("!"):
+            return ""
+        return f"{tag}{self.SEPARATOR}{pos}"
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
+    ) -> None:
+        pairs = [self.split(label) for label in labels]
+        TARGETS["tag"].write(vocab, docs, [t for t, _ in pairs], ids, overwrite=overwrite, scheme=scheme)
+        TARGETS["pos"].write(vocab, docs, [p for _, p in pairs], ids, overwrite=overwrite, scheme=scheme)
+
+
+TARGETS: Dict[str, "TokenTarget | EntityTarget | JointTarget"] = {
     "tag": TokenTarget("tag", TAG, "TAG"),
     "pos": TokenTarget("pos", POS, "POS"),
+    "tag+pos": JointTarget(),
     "ents": EntityTarget(),
 }
 

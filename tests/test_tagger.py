@@ -569,3 +569,37 @@ def test_set_annotations_of_predict_is_what_nlp_does(trained, store_confidence):
         assert [[t._.crf_confidence for t in d] for d in piped] == [[t._.crf_confidence for t in d] for d in docs]
     finally:
         tagger.cfg["store_confidence"] = False
+
+
+JOINT_DATA = [
+    ("I like green eggs", {"tags": ["N", "V", "J", "N"], "pos": ["PRON", "VERB", "ADJ", "NOUN"]}),
+    ("Eat blue ham", {"tags": ["V", "J", "N"], "pos": ["VERB", "ADJ", "NOUN"]}),
+    ("I eat", {"tags": ["N", "V"], "pos": ["PRON", "VERB"]}),
+]
+
+
+def test_joint_target_writes_tag_and_pos(tmp_path):
+    nlp = make_nlp(target="tag+pos")
+    examples = make_examples(nlp, JOINT_DATA)
+    train(nlp, examples, steps=60)
+    tagger = nlp.get_pipe("crf_tagger")
+    assert tagger.labels == ("J|ADJ", "N|NOUN", "N|PRON", "V|VERB")
+    doc = nlp("I like green eggs")
+    assert [(t.tag_, t.pos_) for t in doc] == [("N", "PRON"), ("V", "VERB"), ("J", "ADJ"), ("N", "NOUN")]
+    scores = nlp.evaluate(examples)
+    assert scores["tag_acc"] == 1.0 and scores["pos_acc"] == 1.0
+    nlp.to_disk(tmp_path)
+    assert [(t.tag_, t.pos_) for t in spacy.load(tmp_path)("Eat green ham")] == [
+        ("V", "VERB"), ("J", "ADJ"), ("N", "NOUN")]
+    with pytest.raises(ValueError, match=r"\[E002\]"):
+        make_nlp(target="tag+pos").get_pipe("crf_tagger").add_label("NN|NOUNISH")
+
+
+def test_joint_target_missing_half_is_unknown():
+    nlp = make_nlp(target="tag+pos")
+    nlp.initialize(lambda: make_examples(nlp, JOINT_DATA))
+    half = Example.from_dict(nlp.make_doc("I eat"), {"tags": ["N", "V"], "pos": ["PRON", ""]})
+    values = TARGETS["tag+pos"].gold_values(half, "none")
+    assert values == ["N|PRON", ""]
+    tags, _, _ = gold_ids(values, nlp.get_pipe("crf_tagger").labels)
+    assert tags.tolist() == [2, -1]
