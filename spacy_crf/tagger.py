@@ -23,23 +23,28 @@ from .ml import CRFBatch, count_known_words, crf_batch_loss, merge_nbest, set_co
 from .scorers import crf_tagger_score
 from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, gold_ids
 
+# The factory's default: the network of configs/cpu.cfg, the most accurate
+# CPU network shipped and faster than spaCy's tagger in nlp.pipe.
 default_model_config = """
 [model]
 @architectures = "spacy_crf.BiLSTMCRF.v1"
-hidden_width = 128
+hidden_width = 192
 depth = 1
-dropout = 0.0
+dropout = 0.33
 crf = true
+chunk_size = 512
+input_dropout = 0.2
 
 [model.tok2vec]
-@architectures = "spacy.HashEmbedCNN.v2"
-pretrained_vectors = null
-width = 96
-depth = 4
-embed_size = 2000
-window_size = 1
-maxout_pieces = 3
-subword_features = true
+@architectures = "spacy_crf.HashCharEmbed.v2"
+width = 128
+attrs = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
+rows = [50000, 2000, 10000, 2000]
+nM = 16
+nC = 8
+include_static_vectors = false
+min_count = 2
+word_dropout = 0.05
 """
 DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
 

@@ -37,6 +37,7 @@ SMALL_MODEL = {
     "depth": 1,
     "dropout": 0.0,
     "crf": True,
+    "input_dropout": 0.0,
     "tok2vec": {
         "@architectures": "spacy.HashEmbedCNN.v2",
         "pretrained_vectors": None,

@@ -27,6 +27,7 @@ MODEL = {
     "depth": 1,
     "dropout": 0.0,
     "crf": True,
+    "input_dropout": 0.0,
     "tok2vec": EMBED,
 }
 TRAIN_DATA = [

@@ -1,0 +1,93 @@
+"""What `nlp.add_pipe("crf_tagger")` users get first: the factory's default
+model against spaCy's tagger with its defaults, both initialized on the same
+sentences, then nlp.pipe words/s on a corpus, taken in turn (medians).
+
+    python benchmarks/factory_defaults.py corpus/en_ewt-ud-train.spacy \
+        corpus/en_ewt-ud-dev.spacy [--init-sentences 300] [--repeats 5] [--threads 1]
+
+`--crf-model legacy` uses 0.1.0's default model (HashEmbedCNN + BiLSTM 128)
+instead, for comparison. Prints a JSON line; the accuracy of the defaults
+needs training: see configs/cpu.cfg, which uses the same network.
+"""
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import spacy
+import torch
+from spacy.tokens import DocBin
+from spacy.training import Example
+from thinc.api import Config
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pipeline_speed import unannotated_docs, words_per_second  # noqa: E402
+
+LEGACY_MODEL = """
+[model]
+@architectures = "spacy_crf.BiLSTMCRF.v1"
+hidden_width = 128
+depth = 1
+dropout = 0.0
+crf = true
+
+[model.tok2vec]
+@architectures = "spacy.HashEmbedCNN.v2"
+pretrained_vectors = null
+width = 96
+depth = 4
+embed_size = 2000
+window_size = 1
+maxout_pieces = 3
+subword_features = true
+"""
+
+
+def initialized(factory, train_docs, n, config=None):
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory, config=config or {})
+    examples = [Example(nlp.make_doc(d.text), d) for d in train_docs[:n]]
+    nlp.initialize(lambda: examples)
+    return nlp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("train")
+    parser.add_argument("dev")
+    parser.add_argument("--init-sentences", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--crf-model", choices=["default", "legacy"], default="default")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    vocab = spacy.blank("en").vocab
+    # one sentence per doc, as spacy convert --n-sents 1 would give
+    train_docs = [s.as_doc() for d in DocBin().from_disk(args.train).get_docs(vocab) for s in d.sents]
+    config = None if args.crf_model == "default" else {"model": Config().from_str(LEGACY_MODEL)["model"]}
+    crf = initialized("crf_tagger", train_docs, args.init_sentences, config)
+    base = initialized("tagger", train_docs, args.init_sentences)
+    docs = unannotated_docs(crf, args.dev)
+    rates = {"crf_tagger": [], "tagger": []}
+    for _ in range(args.repeats):
+        rates["crf_tagger"].append(words_per_second(crf, docs, repeats=1, batch_size=256)[0])
+        rates["tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
+    ratios = [c / t for c, t in zip(rates["crf_tagger"], rates["tagger"])]
+    result = {
+        "crf_model": args.crf_model,
+        "init_sentences": args.init_sentences,
+        "threads": args.threads,
+        "words_per_second": {k: round(statistics.median(v)) for k, v in rates.items()},
+        "ratio_median": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+    }
+    print(json.dumps(result))
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
