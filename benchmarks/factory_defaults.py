@@ -10,7 +10,6 @@ instead, for comparison. Prints a JSON line; the accuracy of the defaults
 needs training: see configs/cpu.cfg, which uses the same network.
 """
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from spacy.training import Example
 from thinc.api import Config
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pipeline_speed import unannotated_docs, words_per_second  # noqa: E402
+from pipeline_speed import report, unannotated_docs, words_per_second  # noqa: E402
 
 LEGACY_MODEL = """
 [model]
@@ -83,10 +82,7 @@ def main() -> None:
         "ratio_median": round(statistics.median(ratios), 3),
         "ratios": [round(r, 3) for r in ratios],
     }
-    print(json.dumps(result))
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
+    report(result, args.output)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,14 @@ def words_per_second(nlp, docs, *, repeats, batch_size):
     return statistics.median(rates), rates, n_words
 
 
+def report(result: dict, output) -> None:
+    """Print the result as one JSON line, and write it to `output` if given."""
+    print(json.dumps(result))
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model")
@@ -59,10 +67,7 @@ def main() -> None:
         "batch_size": args.batch_size,
         "device": f"gpu:{args.gpu_id}" if args.gpu_id >= 0 else "cpu",
     }
-    print(json.dumps(result))
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
+    report(result, args.output)
 
 
 if __name__ == "__main__":

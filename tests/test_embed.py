@@ -8,7 +8,7 @@ from thinc.api import list2ragged
 
 from spacy_crf.ml.embed import UNKNOWN_WORD
 
-from .helpers import assert_same_weights
+from .helpers import SMALL_MODEL, assert_same_weights
 
 EMBED = {
     "@architectures": "spacy_crf.HashCharEmbed.v2",
@@ -21,15 +21,7 @@ EMBED = {
     "min_count": 2,
     "word_dropout": 0.0,
 }
-MODEL = {
-    "@architectures": "spacy_crf.BiLSTMCRF.v1",
-    "hidden_width": 16,
-    "depth": 1,
-    "dropout": 0.0,
-    "crf": True,
-    "input_dropout": 0.0,
-    "tok2vec": EMBED,
-}
+MODEL = {**SMALL_MODEL, "tok2vec": EMBED}
 TRAIN_DATA = [
     ("I like green eggs", ["N", "V", "J", "N"]),
     ("I like ham", ["N", "V", "N"]),
