@@ -23,15 +23,22 @@ imported) the same kernels run on CPU tensors, which is how CI tests them.
 """
 from typing import Optional, Tuple
 
+import os
+
 import torch
 import triton
 import triton.language as tl
-from triton import knobs
 
 from .crf import NEG_INF as _NEG_INF_VALUE
 
+try:  # Triton >= 3.3 reads its settings through knobs
+    from triton import knobs
+
+    _interpret = bool(knobs.runtime.interpret)
+except ImportError:
+    _interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
 # True when the kernels below were built for Triton's CPU interpreter.
-INTERPRETED: bool = bool(knobs.runtime.interpret)
+INTERPRETED: bool = _interpret
 # The largest label count the kernels take: their (K, K) tiles live in
 # registers, and at BLOCK_K = 256 the backward's two tiles would not fit.
 MAX_LABELS = 128
