@@ -1,10 +1,11 @@
 """The fused Triton CRF kernels against the torch reference and brute force.
 
 Without CUDA the kernels run on CPU tensors through Triton's interpreter,
-which must be switched on before the kernel module is first imported (Triton
-reads TRITON_INTERPRET when it decorates a kernel). With CUDA they compile and
-run on the GPU, and the `gpu` tests compare them with the torch code at the
-benchmark's shapes.
+which must be on before Triton is first imported (it reads TRITON_INTERPRET
+when it decorates a function, its own library's included): tests/conftest.py
+sets it, and so does this module for a run of its own. With CUDA they compile
+and run on the GPU, and the `gpu` tests compare them with the torch code at
+the benchmark's shapes.
 """
 import os
 import subprocess
@@ -33,7 +34,11 @@ from .test_crf import all_paths, brute_score  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 if DEVICE == "cpu" and not triton_crf.INTERPRETED:
-    pytest.skip("no CUDA and TRITON_INTERPRET is off: the kernels cannot run", allow_module_level=True)
+    pytest.skip(
+        "no CUDA, and Triton was imported without its interpreter "
+        "(TRITON_INTERPRET=1 must be set before Triton is first imported)",
+        allow_module_level=True,
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -23,22 +23,13 @@ imported) the same kernels run on CPU tensors, which is how CI tests them.
 """
 from typing import Optional, Tuple
 
-import os
-
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
 
 from .crf import NEG_INF as _NEG_INF_VALUE
 
-try:  # Triton >= 3.3 reads its settings through knobs
-    from triton import knobs
-
-    _interpret = bool(knobs.runtime.interpret)
-except ImportError:
-    _interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
-# True when the kernels below were built for Triton's CPU interpreter.
-INTERPRETED: bool = _interpret
 # The largest label count the kernels take: their (K, K) tiles live in
 # registers, and at BLOCK_K = 256 the backward's two tiles would not fit.
 MAX_LABELS = 128
@@ -219,6 +210,11 @@ def _backward_kernel(
             exp_trans * counts,
             mask=tile,
         )
+
+
+# True when the kernels, and the Triton library functions they call, run in
+# Triton's CPU interpreter: TRITON_INTERPRET=1 before Triton was first imported.
+INTERPRETED: bool = isinstance(_viterbi_kernel, InterpretedFunction) and isinstance(tl.standard.max, InterpretedFunction)
 
 
 def _block_k(n_labels: int) -> int:
