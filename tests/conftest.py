@@ -13,6 +13,12 @@ from thinc.api import fix_random_seed  # noqa: E402
 
 torch.set_num_threads(THREADS)
 
+# Without CUDA, tests/test_triton_crf.py runs the CRF kernels in Triton's
+# interpreter, which Triton reads when it is first imported (importing
+# spacy-transformers imports it): so here, before any test module.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 @pytest.fixture(autouse=True)
 def seeded():

@@ -10,10 +10,16 @@ Pure torch, no spaCy. Every function works on a padded batch:
 
 A sequence of length 0 (its mask row all False) has log-partition 0, NLL 0 and
 an empty path. Computation runs in float32 or wider, whatever the input dtype.
+
+On CUDA, log_partition, negative_log_likelihood, viterbi_decode and marginals
+run fused Triton kernels instead (triton_crf.py, picked by dispatch.py;
+SPACY_CRF_KERNELS=torch forces the code here, which is their reference).
 """
 from typing import List, NamedTuple, Optional, Tuple
 
 import torch
+
+from . import dispatch as _dispatch
 
 # Stands in for log(0). Finite, so that logsumexp never meets a row of -inf
 # (whose gradient is NaN); exp(NEG_INF - x) is exactly 0 for any sane score.
@@ -107,6 +113,8 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
     RETURNS (Tensor): (B,) the log-sum-exp of Score(x, y) over all paths y.
     """
     check_scores(scores)
+    if _dispatch.use_kernels(scores.emissions):  # fused kernels; see dispatch.py
+        return _dispatch.log_partition(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
@@ -202,6 +210,9 @@ def negative_log_likelihood(
         raise ValueError(
             f"allowed must be {tuple(emissions.shape)}, got {tuple(allowed.shape)}"
         )
+    if _dispatch.use_kernels(emissions):  # fused kernels; see dispatch.py
+        check_scores(scores)
+        return _dispatch.negative_log_likelihood(scores, allowed)
     dtype = _compute_dtype(emissions)
     emissions = emissions.to(dtype)
     scores = CRFScores(emissions, mask, transitions, start, end)
@@ -241,6 +252,8 @@ def viterbi_decode(
         scores, (B,) (0 for an empty sequence).
     """
     check_scores(scores)
+    if _dispatch.use_kernels(scores.emissions):  # fused kernels; see dispatch.py
+        return _dispatch.viterbi_decode(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     B, T, K = emissions.shape
@@ -347,6 +360,9 @@ def marginals(scores: CRFScores) -> torch.Tensor:
 
     RETURNS (Tensor): (B, T, K); each real token's row sums to 1, padded rows are 0.
     """
+    if _dispatch.use_kernels(scores.emissions):  # fused kernels; see dispatch.py
+        check_scores(scores)
+        return _dispatch.marginals(scores)
     emissions, mask, transitions, start, end = scores
     with torch.enable_grad():
         leaf = emissions.detach().to(_compute_dtype(emissions)).requires_grad_(True)
