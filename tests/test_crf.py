@@ -161,6 +161,9 @@ def test_empty_time_axis():
     paths, best = viterbi_decode(scores)
     assert paths.shape == (2, 0)
     assert torch.equal(log_partition(scores), torch.zeros(2, dtype=torch.float64))
+    allowed = torch.ones(2, 0, 3, dtype=torch.bool)
+    assert torch.equal(negative_log_likelihood(scores, allowed), torch.zeros(2, dtype=torch.float64))
+    assert torch.equal(path_score(scores, torch.zeros(2, 0, dtype=torch.long)), torch.zeros(2, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("partial", [False, True])

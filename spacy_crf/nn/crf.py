@@ -90,6 +90,8 @@ def path_score(scores: CRFScores, tags: torch.Tensor) -> torch.Tensor:
     dtype = _compute_dtype(emissions)
     emissions = emissions.to(dtype)
     B, T, _ = emissions.shape
+    if T == 0:
+        return emissions.new_zeros(B)
     tags = tags.masked_fill(~mask, 0)
     maskf = mask.to(dtype)
     emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # shape: (B, T)
