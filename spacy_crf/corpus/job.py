@@ -81,7 +81,7 @@ def tag_corpus(
         text with one document per line, Parquet, spaCy DocBin).
     output (Union[str, Path]): the output folder.
     engine (str): "local" (nlp.pipe) or "ray" (Ray Data).
-    workers (int): processes (local: nlp.pipe's n_process) or Ray actors.
+    workers (int): processes (local engine) or Ray actors (ray engine), one core each.
     gpus_per_worker (float): GPUs per worker; > 0 runs spaCy on the GPU.
     batch_size (int): documents per nlp.pipe batch, and per chunk of work.
     shard_size (int): records per shard; a larger file gives several shards.
@@ -223,8 +223,7 @@ def _results(nlp: Any, work: List[Chunk], *, engine: str, workers: int, gpus_per
         return
     from .ray_engine import ray_session, run_ray
 
-    started = time.perf_counter()
-    with ray_session(address, runtime_env=runtime_env):
-        summary.startup_seconds = time.perf_counter() - started
+    with ray_session(address, runtime_env=runtime_env) as startup_seconds:
+        summary.startup_seconds = startup_seconds
         yield from run_ray(nlp, work, options=options, output_format=output_format, workers=workers,
                            gpus_per_worker=gpus_per_worker, batch_size=batch_size)

@@ -1,21 +1,35 @@
-"""The local engine: nlp.pipe on one machine, with n_process for several cores."""
+"""The local engine: nlp.pipe on one machine, in this process or in a pool of
+processes (the n_process of nlp.pipe, with the work cut as for Ray).
+
+Each chunk goes through its own nlp.pipe call, in this process (workers=1)
+or in one of `workers` processes that each rebuild the pipeline once from its
+bytes. The docs of a batch are the docs of a chunk, whichever engine and
+however many workers: the output is the same, byte for byte.
+"""
+import multiprocessing
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterable, Iterator, List, Tuple, Union
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Deque, Dict, Iterable, Iterator, Optional
 
 from spacy.language import Language
-from spacy.tokens import Doc
 
-from .pipeline import ChunkResult, ChunkTagger, make_input
+from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
 from .readers import Chunk, ReadOptions, read_chunk
 
+_WORKER_TAGGER: Optional[ChunkTagger] = None
 
-@dataclass
-class _Pending:
-    chunk: Chunk
-    records: List[Dict[str, Any]]
-    bad: List[str]
-    docs: List[Doc] = field(default_factory=list)
+
+def _init_worker(payload: Dict[str, Any], output_format: str, batch_size: int) -> None:
+    global _WORKER_TAGGER
+    import torch
+
+    torch.set_num_threads(1)  # one core per worker process
+    _WORKER_TAGGER = ChunkTagger(pipeline_from_payload(payload), output_format=output_format, batch_size=batch_size)
+
+
+def _tag_in_worker(shard: str, index: int, records: list, bad: list) -> ChunkResult:
+    assert _WORKER_TAGGER is not None
+    return _WORKER_TAGGER(shard, index, records, bad)
 
 
 def run_local(
@@ -27,35 +41,40 @@ def run_local(
     workers: int,
     batch_size: int,
 ) -> Iterator[ChunkResult]:
-    """Tag chunks with one nlp.pipe over all their records, in order.
+    """Tag chunks on this machine, in input order.
 
     nlp (Language): the pipeline.
     chunks (Iterable[Chunk]): the chunks to tag.
     options (ReadOptions): the text and id fields.
     output_format (str): one of writers.OUTPUT_FORMATS.
-    workers (int): nlp.pipe's n_process.
+    workers (int): 1 tags in this process; more starts a pool of processes.
     batch_size (int): nlp.pipe's batch size.
     YIELDS (ChunkResult): each chunk once tagged, in input order.
     """
-    tagger = ChunkTagger(nlp, output_format=output_format, batch_size=batch_size)
-    queue: Deque[_Pending] = deque()
-
-    def stream() -> Iterator[Tuple[Union[str, Doc], None]]:
-        # nlp.pipe reads ahead of what it yields: the queue holds every chunk
-        # whose records were handed over and whose docs are not all back yet
+    if workers == 1:
+        tagger = ChunkTagger(nlp, output_format=output_format, batch_size=batch_size)
         for chunk in chunks:
             data = read_chunk(chunk, options=options, on_error="skip")
-            queue.append(_Pending(chunk, data.records, data.bad))
-            for record in data.records:
-                yield make_input(nlp, record), None
-
-    def finished() -> Iterator[ChunkResult]:
-        while queue and len(queue[0].docs) == len(queue[0].records):
-            done = queue.popleft()
-            yield tagger.encode(done.chunk.shard.name, done.chunk.index, done.records, done.docs, done.bad)
-
-    for doc, _ in nlp.pipe(stream(), as_tuples=True, batch_size=batch_size, n_process=workers):
-        yield from finished()
-        queue[0].docs.append(doc)
-        yield from finished()
-    yield from finished()
+            yield tagger(chunk.shard.name, chunk.index, data.records, data.bad)
+        return
+    # the default start method, as nlp.pipe(n_process=...) uses; a process
+    # that dies breaks the pool and fails the job (a rerun resumes it)
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(),
+        initializer=_init_worker,
+        initargs=(pipeline_payload(nlp), output_format, batch_size),
+    )
+    pending: Deque["Future[ChunkResult]"] = deque()
+    try:
+        for chunk in chunks:
+            data = read_chunk(chunk, options=options, on_error="skip")
+            pending.append(pool.submit(_tag_in_worker, chunk.shard.name, chunk.index, data.records, data.bad))
+            if len(pending) >= 2 * workers:  # bounded read-ahead
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
