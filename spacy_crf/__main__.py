@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     tag.add_argument("--text-field", default="text", help="JSON field or Parquet column of the text")
     tag.add_argument("--id-field", default="id", help="JSON field or Parquet column of the document id")
     tag.add_argument("--max-shards", type=int, default=None, help="stop after this many shards (rerun to go on)")
+    tag.add_argument("--overwrite", action="store_true",
+                     help="start over: delete an earlier job's shards and manifest in OUTPUT first")
     tag.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -62,6 +64,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             address=args.address,
             runtime_env=json.loads(args.runtime_env) if args.runtime_env else None,
             max_shards=args.max_shards,
+            overwrite=args.overwrite,
             progress=not args.no_progress,
         )
     except (BadRecordError, ValueError, ImportError) as err:

@@ -17,7 +17,6 @@ from spacy_crf.corpus.readers import plan_shards, read_chunk
 from spacy_crf.corpus.writers import MANIFEST, read_manifest
 
 from .corpus_data import (
-    TEXTS,
     assert_rows_match,
     read_jsonl_rows,
     records,
@@ -200,11 +199,19 @@ def test_resumes_after_a_kill_mid_shard(model, tmp_path):
     assert sum(entry["docs"] for entry in read_manifest(out).values()) == 20
 
 
-def test_changed_settings_in_the_same_output_are_refused(model, tmp_path):
+def test_changed_settings_or_model_in_the_same_output_are_refused(model, ner_model, tmp_path):
     write_jsonl(tmp_path / "in.jsonl", records(3))
     tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=5)
     with pytest.raises(ValueError, match=r"\[E108\].*shard_size: 5 there, 4 now"):
         tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=4)
+    with pytest.raises(ValueError, match=r"\[E108\].*model_sha256"):
+        tag(ner_model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=5)
+    (tmp_path / "out" / "mine.txt").write_text("kept")
+    summary = tag(ner_model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=4, overwrite=True)
+    assert summary.shards_written == 1 and summary.docs == 3
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "in.jsonl.00000.jsonl", "job.json", "manifest.jsonl", "mine.txt"
+    ]
 
 
 BAD_LINES = [

@@ -1,5 +1,6 @@
 """tag_corpus: tag a corpus with a crf_tagger pipeline, shard by shard, on the
 local engine (nlp.pipe) or the ray engine (Ray Data), resumably."""
+import hashlib
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -11,7 +12,7 @@ import spacy
 from .errors import BadRecordError, CorpusErrors
 from .pipeline import ChunkResult, load_pipeline
 from .readers import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, plan_shards
-from .writers import OUTPUT_FORMATS, append_manifest, check_job, is_complete, read_manifest, remove_temporary_files, write_shard
+from .writers import OUTPUT_FORMATS, append_manifest, check_job, clear_job, is_complete, read_manifest, remove_temporary_files, write_shard
 
 ENGINES = ("local", "ray")
 ON_ERROR = ("skip", "raise")
@@ -26,6 +27,10 @@ class TagSummary:
     seconds (float): wall time of the run, start-up included.
     startup_seconds (float): of which starting or joining Ray (0 for local).
     words_per_second (float): words / seconds.
+    steady_words_per_second (float): words/s once the workers are up: the
+        sum over workers of the words each tagged over its span from the start
+        of its first chunk to the end of its last. Start-up (Ray, worker
+        processes, loading the pipeline) is left out; waits between chunks count.
     shards (int): shards of the whole input.
     shards_written (int): shards tagged and written in this run.
     shards_skipped (int): shards already complete from an earlier run.
@@ -39,6 +44,7 @@ class TagSummary:
     seconds: float = 0.0
     startup_seconds: float = 0.0
     words_per_second: float = 0.0
+    steady_words_per_second: float = 0.0
     shards: int = 0
     shards_written: int = 0
     shards_skipped: int = 0
@@ -68,6 +74,7 @@ def tag_corpus(
     address: Optional[str] = None,
     runtime_env: Optional[Dict[str, Any]] = None,
     max_shards: Optional[int] = None,
+    overwrite: bool = False,
     progress: bool = True,
 ) -> TagSummary:
     """Tag every document of a corpus once and write the output shard by shard.
@@ -97,6 +104,8 @@ def tag_corpus(
         job, e.g. {"py_modules": [...]}, when the ray engine starts Ray.
     max_shards (Optional[int]): tag at most this many of the shards left,
         then stop (a rerun goes on).
+    overwrite (bool): start over: delete the shards, manifest and settings
+        of an earlier job in the output folder first (other files stay).
     progress (bool): show a progress bar on stderr.
     RETURNS (TagSummary): counts and speed of this run.
     """
@@ -116,6 +125,8 @@ def tag_corpus(
     nlp = load_pipeline(model)
 
     output_path.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        clear_job(output_path)
     check_job(output_path, {
         "version": 1,
         "input": str(input_path.resolve()),
@@ -125,6 +136,7 @@ def tag_corpus(
         "text_field": text_field,
         "id_field": id_field,
         "model": f"{nlp.meta.get('lang', '')}_{nlp.meta.get('name', '')}-{nlp.meta.get('version', '')}",
+        "model_sha256": hashlib.sha256(nlp.to_bytes()).hexdigest(),
     })
     remove_temporary_files(output_path)
     done = read_manifest(output_path)
@@ -172,6 +184,7 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], output: Path, summary: 
         n_chunks[chunk.shard.name] += 1
     by_name = {shard.name: shard for shard in todo}
     received: Dict[str, Dict[int, ChunkResult]] = {name: {} for name in n_chunks}
+    spans: Dict[str, List[float]] = {}  # worker -> [first start, last end, words]
     bar = tqdm(total=sum(c.stop - c.start for c in work), unit="doc", disable=not progress, file=sys.stderr,
                desc=f"tagging ({engine})", dynamic_ncols=True)
     try:
@@ -181,6 +194,8 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], output: Path, summary: 
             if result.bad and on_error == "raise":
                 raise BadRecordError(result.bad[0])
             received[result.shard][result.index] = result
+            span = spans.setdefault(result.worker, [result.started, result.finished, 0])
+            span[0], span[1], span[2] = min(span[0], result.started), max(span[1], result.finished), span[2] + result.words
             summary.docs += result.docs
             summary.words += result.words
             summary.bad_records += len(result.bad)
@@ -210,6 +225,7 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], output: Path, summary: 
                 summary.shards_written += 1
     finally:
         bar.close()
+    summary.steady_words_per_second = sum(words / (end - start) for start, end, words in spans.values() if end > start)
 
 
 def _results(nlp: Any, work: List[Chunk], *, engine: str, workers: int, gpus_per_worker: float, batch_size: int,

@@ -5,6 +5,9 @@ Only spaCy's public API of a loaded pipeline is used (`spacy.load`,
 `nlp.pipe`, `nlp.to_bytes`/`from_bytes`, the components' `cfg`), so any
 pipeline with a crf_tagger works, whatever its other components.
 """
+import os
+import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Union
@@ -16,6 +19,9 @@ from thinc.api import Config
 
 from .errors import CorpusErrors
 from .writers import Outputs, encode_chunk
+
+
+_WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 def load_pipeline(model: Union[str, Path]) -> Language:
@@ -91,6 +97,9 @@ class ChunkResult:
     docs (int): documents tagged.
     words (int): tokens tagged.
     bad (List[str]): the messages of the chunk's bad records.
+    started (float): when tagging the chunk began (time.time() where it ran).
+    finished (float): when it ended.
+    worker (str): the process that tagged it ("host:pid").
     """
 
     shard: str
@@ -99,6 +108,9 @@ class ChunkResult:
     docs: int
     words: int
     bad: List[str]
+    started: float = 0.0
+    finished: float = 0.0
+    worker: str = ""
 
 
 class ChunkTagger:
@@ -116,10 +128,16 @@ class ChunkTagger:
         self.batch_size = batch_size
 
     def __call__(self, shard: str, index: int, records: List[Dict[str, Any]], bad: List[str]) -> ChunkResult:
-        docs = list(self.nlp.pipe((make_input(self.nlp, r) for r in records), batch_size=self.batch_size))
-        return self.encode(shard, index, records, docs, bad)
+        """Tag a chunk's records with one nlp.pipe call and encode the docs.
 
-    def encode(self, shard: str, index: int, records: List[Dict[str, Any]], docs: List[Doc], bad: List[str]) -> ChunkResult:
-        """Encode tagged docs (from any engine) as a ChunkResult."""
+        shard (str): the shard's name.
+        index (int): the chunk's index within the shard.
+        records (List[Dict[str, Any]]): the chunk's good records.
+        bad (List[str]): the messages of its bad records, passed through.
+        RETURNS (ChunkResult): the encoded output and its counts.
+        """
+        started = time.time()
+        docs = list(self.nlp.pipe((make_input(self.nlp, r) for r in records), batch_size=self.batch_size))
         payload = encode_chunk(docs, records, output_format=self.output_format, outputs=self.outputs)
-        return ChunkResult(shard, index, payload, len(docs), sum(len(doc) for doc in docs), list(bad))
+        n_words = sum(len(doc) for doc in docs)
+        return ChunkResult(shard, index, payload, len(docs), n_words, list(bad), started, time.time(), _WORKER)

@@ -25,6 +25,7 @@ from .readers import Chunk, ReadOptions, read_chunk
 # test-only: an actor exits (os._exit) on its first chunk if this file does not
 # exist yet, after creating it, so that exactly one actor dies mid-run
 FAULT_MARKER_ENV = "SPACY_CRF_FAULT_MARKER"
+MAX_BLOCKS = 10000
 
 
 def _import_ray() -> Any:
@@ -115,6 +116,7 @@ def run_ray(
     YIELDS (ChunkResult): each chunk once tagged, in no set order.
     """
     ray = _import_ray()
+    workers = min(workers, len(chunks))  # no idle actors
     from ray.data import ActorPoolStrategy, DataContext, TaskPoolStrategy
 
     context = DataContext.get_current()
@@ -123,7 +125,9 @@ def run_ray(
     payload = ray.put(pipeline_payload(nlp))  # held here until the job ends
     driver_node = f"node:{ray.util.get_node_ip_address()}"
     items = [{"chunk": pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)} for chunk in chunks]
-    dataset = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * workers)))
+    # a block is the unit that moves between stages: one chunk per block
+    # spreads the chunks evenly over the actors (capped, for huge inputs)
+    dataset = ray.data.from_items(items, override_num_blocks=min(len(items), MAX_BLOCKS))
     dataset = dataset.map_batches(
         _read,
         batch_size=1,

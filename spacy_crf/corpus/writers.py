@@ -140,6 +140,16 @@ def remove_temporary_files(output: Path) -> None:
         path.unlink()
 
 
+def clear_job(output: Path) -> None:
+    """Delete an earlier job from an output folder: the shard files that its
+    manifest lists, the manifest, the settings and temporary files."""
+    for entry in read_manifest(output).values():
+        (output / entry["file"]).unlink(missing_ok=True)
+    for name in (MANIFEST, JOB):
+        (output / name).unlink(missing_ok=True)
+    remove_temporary_files(output)
+
+
 def check_job(output: Path, settings: Dict[str, Any]) -> None:
     """Record a job's settings in a new output folder, or check that an
     existing one holds a job with the same settings (raises E108 if not)."""
