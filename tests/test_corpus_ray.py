@@ -120,3 +120,26 @@ def test_bad_records_skipped_or_raised(model, tmp_path):
     assert [m.split(", ", 1)[1].split(":")[0] for m in summary.bad_messages] == ["line 2", "line 3"]
     with pytest.raises(BadRecordError, match=r"\[E105\] Bad record in .*in.jsonl, line 2"):
         tag(model, path, tmp_path / "out-raise", on_error="raise")
+
+
+def test_command_line_joins_a_running_cluster(model, tmp_path):
+    """`--address`: a second driver (the CLI) joins the module's cluster."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    write_jsonl(tmp_path / "in.jsonl", records(9))
+    address = ray.get_runtime_context().gcs_address
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_crf", "tag", str(model), str(tmp_path / "in.jsonl"), str(tmp_path / "out"),
+         "--engine", "ray", "--address", address, "--workers", "2", "--batch-size", "3", "--output-format", "jsonl"],
+        capture_output=True, text=True, env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["docs"] == 9 and summary["bad_records"] == 0
+    assert "tagging (ray)" in result.stderr  # the progress bar
+    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in records(9)}))
