@@ -97,6 +97,7 @@ def test_workflow_all_writes_metrics_speed_and_wheel(project):
     assert "crf_tagger, CPU config" in table
     wheels = list((project / "packages").glob("*/dist/en_crf_tagger_ewt-0.1.0-py3-none-any.whl"))
     assert len(wheels) == 1
+    assert len(list((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))) == 1
     meta = json.loads(next((project / "packages").glob("*/meta.json")).read_text())
     assert any(req.startswith("spacy-crf") for req in meta["requirements"])
 
@@ -117,15 +118,14 @@ def test_missing_treebank_gives_a_clear_message(project, tmp_path):
 @pytest.mark.slow
 def test_packaged_model_loads_in_a_fresh_venv(project, tmp_path):
     """pip install both wheels into a new venv; spacy.load finds the model."""
-    wheel_dir = tmp_path / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheel_dir), str(ROOT)], cwd=tmp_path)
+    crf_wheel = next((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))  # built by `package`
     model_wheel = next((project / "packages").glob("*/dist/*.whl"))
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     python = str(venv / "bin" / "python")
     # torch first: the CPU build on local disk, not a multi-GB CUDA download
     run([python, "-m", "pip", "install", "-q", "torch==2.13.0"], cwd=tmp_path)
-    run([python, "-m", "pip", "install", "-q", *map(str, wheel_dir.glob("*.whl")), str(model_wheel)], cwd=tmp_path)
+    run([python, "-m", "pip", "install", "-q", str(crf_wheel), str(model_wheel)], cwd=tmp_path)
     code = (
         "import spacy\n"
         "nlp = spacy.load('en_crf_tagger_ewt')\n"
@@ -136,3 +136,16 @@ def test_packaged_model_loads_in_a_fresh_venv(project, tmp_path):
     )
     result = run([python, "-c", code], cwd=tmp_path)
     assert "TAGS" in result.stdout
+
+
+@pytest.mark.slow
+def test_tag_ray_tags_the_dev_corpus(project):
+    """`tag-ray`: the trained model on a local Ray cluster, every dev doc once."""
+    pytest.importorskip("ray")
+    run([sys.executable, "-m", "spacy", "project", "run", "tag-ray", "."], cwd=project)
+    out = project / "tagged" / "en_ewt-ud-dev"
+    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert sum(entry["docs"] for entry in manifest) == 3  # 6 sentences, 2 a doc
+    rows = [json.loads(line) for path in out.glob("en_ewt-ud-dev.spacy.*.jsonl") for line in path.read_text().splitlines()]
+    assert sorted(row["id"] for row in rows) == [f"en_ewt-ud-dev.spacy:{i}" for i in (1, 2, 3)]
+    assert all(len(row["tags"]) == len(row["tokens"]) > 0 for row in rows)

@@ -1,0 +1,83 @@
+"""Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]`."""
+import argparse
+import json
+import sys
+from typing import List, Optional
+
+from wasabi import msg
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spacy_crf", description="spacy-crf commands")
+    commands = parser.add_subparsers(dest="command", required=True)
+    tag = commands.add_parser(
+        "tag",
+        help="tag a corpus with a crf_tagger pipeline (local or Ray), resumably",
+        description=(
+            "Tag every document of INPUT (a file or a folder: JSON Lines, plain text with one "
+            "document per line, Parquet, spaCy DocBin) with the pipeline MODEL and write the "
+            "output shard by shard into the folder OUTPUT. Rerun the same command to resume."
+        ),
+    )
+    tag.add_argument("model", help="pipeline folder or installed package name")
+    tag.add_argument("input", help="input file or folder of files")
+    tag.add_argument("output", help="output folder")
+    tag.add_argument("--engine", choices=["local", "ray"], default="local")
+    tag.add_argument("--workers", type=int, default=1, help="processes (local) or Ray actors (ray)")
+    tag.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per worker; > 0 tags on GPU")
+    tag.add_argument("--batch-size", type=int, default=64, help="documents per nlp.pipe batch and per unit of work")
+    tag.add_argument("--shard-size", type=int, default=10000, help="records per output shard")
+    tag.add_argument("--address", default=None, help="Ray cluster to join, e.g. auto or HOST:6379 (default: start one)")
+    tag.add_argument("--runtime-env", default=None, help="Ray runtime environment as JSON, when Ray is started here")
+    tag.add_argument("--on-error", choices=["skip", "raise"], default="skip", help="what a bad record does")
+    tag.add_argument("--input-format", choices=["jsonl", "text", "parquet", "docbin"], default=None,
+                     help="default: from each file's suffix (.jsonl, .txt, .parquet, .spacy)")
+    tag.add_argument("--output-format", choices=["docbin", "parquet", "jsonl"], default="docbin")
+    tag.add_argument("--text-field", default="text", help="JSON field or Parquet column of the text")
+    tag.add_argument("--id-field", default="id", help="JSON field or Parquet column of the document id")
+    tag.add_argument("--max-shards", type=int, default=None, help="stop after this many shards (rerun to go on)")
+    tag.add_argument("--overwrite", action="store_true",
+                     help="start over: delete an earlier job's shards and manifest in OUTPUT first")
+    tag.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    from spacy_crf.corpus import BadRecordError, tag_corpus
+
+    try:
+        summary = tag_corpus(
+            args.model,
+            args.input,
+            args.output,
+            engine=args.engine,
+            workers=args.workers,
+            gpus_per_worker=args.gpus_per_worker,
+            batch_size=args.batch_size,
+            shard_size=args.shard_size,
+            input_format=args.input_format,
+            output_format=args.output_format,
+            text_field=args.text_field,
+            id_field=args.id_field,
+            on_error=args.on_error,
+            address=args.address,
+            runtime_env=json.loads(args.runtime_env) if args.runtime_env else None,
+            max_shards=args.max_shards,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+    except (BadRecordError, ValueError, ImportError) as err:
+        msg.fail(str(err))
+        return 1
+    msg.good(
+        f"Tagged {summary.docs:,} docs, {summary.words:,} words in {summary.seconds:.1f} s "
+        f"({summary.words_per_second:,.0f} words/s); shards written {summary.shards_written}, "
+        f"skipped (complete) {summary.shards_skipped} of {summary.shards}; bad records {summary.bad_records}"
+    )
+    print(json.dumps(summary.to_dict()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Coded error messages of corpus tagging, in spaCy's style.
+
+The codes start at E101 so that they never collide with the component's own
+(spacy_crf/errors.py, E001 upwards).
+"""
+
+
+class _ErrorsWithCodes(type):
+    # the same "[E1xx] message" formatting as spacy_crf.errors, kept apart so
+    # that this package depends on no private name there
+    def __getattribute__(cls, code: str) -> str:
+        message = super().__getattribute__(code)
+        if code.startswith("__"):
+            return message
+        return f"[{code}] {message}"
+
+
+class CorpusErrors(metaclass=_ErrorsWithCodes):
+    E101 = "Input not found: '{path}'. Pass a file or a folder of files."
+    E102 = (
+        "The input '{path}' holds no documents: {reason}. Check the path, the "
+        "input format and the text field."
+    )
+    E103 = (
+        "Cannot load the pipeline '{model}': {reason}. Pass a pipeline folder "
+        "(e.g. training/cpu/model-best) or the name of an installed pipeline "
+        "package (e.g. en_crf_tagger_ewt)."
+    )
+    E104 = (
+        "The pipeline '{model}' has no crf_tagger component (its components: "
+        "{components}). Tag with a pipeline trained with spacy-crf."
+    )
+    E105 = "Bad record in {path}, {where}: {reason}."
+    E106 = (
+        "Cannot tell the format of input file '{path}' from its suffix: pass "
+        "one of {options} as the input format."
+    )
+    E107 = "Unknown {setting} '{value}': expected one of {options}."
+    E108 = (
+        "The output folder '{path}' holds a job with other settings ({detail}). "
+        "Write to a new folder, or delete this one to start over."
+    )
+    E109 = (
+        "The ray engine needs Ray Data: pip install \"spacy-crf[ray]\" (ray[data] "
+        "on every node of the cluster)."
+    )
+    E110 = "The Parquet file '{path}' has no column '{column}' (its columns: {columns})."
+    E111 = "{setting} must be at least {minimum}, got {value}."
+    E112 = (
+        "The local engine runs on a GPU with one worker only (spaCy's n_process "
+        "is for CPUs); got workers={workers}, gpus_per_worker={gpus}. Use "
+        "--engine ray for several GPU workers."
+    )
+
+
+class BadRecordError(ValueError):
+    """A record that cannot be tagged, raised with `on_error="raise"`."""

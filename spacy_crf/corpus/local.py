@@ -1,0 +1,80 @@
+"""The local engine: nlp.pipe on one machine, in this process or in a pool of
+processes (the n_process of nlp.pipe, with the work cut as for Ray).
+
+Each chunk goes through its own nlp.pipe call, in this process (workers=1)
+or in one of `workers` processes that each rebuild the pipeline once from its
+bytes. The docs of a batch are the docs of a chunk, whichever engine and
+however many workers: the output is the same, byte for byte.
+"""
+import multiprocessing
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Deque, Dict, Iterable, Iterator, Optional
+
+from spacy.language import Language
+
+from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
+from .readers import Chunk, ReadOptions, read_chunk
+
+_WORKER_TAGGER: Optional[ChunkTagger] = None
+
+
+def _init_worker(payload: Dict[str, Any], output_format: str, batch_size: int) -> None:
+    global _WORKER_TAGGER
+    import torch
+
+    torch.set_num_threads(1)  # one core per worker process
+    _WORKER_TAGGER = ChunkTagger(pipeline_from_payload(payload), output_format=output_format, batch_size=batch_size)
+
+
+def _tag_in_worker(shard: str, index: int, records: list, bad: list) -> ChunkResult:
+    assert _WORKER_TAGGER is not None
+    return _WORKER_TAGGER(shard, index, records, bad)
+
+
+def run_local(
+    nlp: Language,
+    chunks: Iterable[Chunk],
+    *,
+    options: ReadOptions,
+    output_format: str,
+    workers: int,
+    batch_size: int,
+) -> Iterator[ChunkResult]:
+    """Tag chunks on this machine, in input order.
+
+    nlp (Language): the pipeline.
+    chunks (Iterable[Chunk]): the chunks to tag.
+    options (ReadOptions): the text and id fields.
+    output_format (str): one of writers.OUTPUT_FORMATS.
+    workers (int): 1 tags in this process; more starts a pool of processes.
+    batch_size (int): nlp.pipe's batch size.
+    YIELDS (ChunkResult): each chunk once tagged, in input order.
+    """
+    if workers == 1:
+        tagger = ChunkTagger(nlp, output_format=output_format, batch_size=batch_size)
+        for chunk in chunks:
+            data = read_chunk(chunk, options=options, on_error="skip")
+            yield tagger(chunk.shard.name, chunk.index, data.records, data.bad)
+        return
+    # the default start method, as nlp.pipe(n_process=...) uses; a process
+    # that dies breaks the pool and fails the job (a rerun resumes it)
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(),
+        initializer=_init_worker,
+        initargs=(pipeline_payload(nlp), output_format, batch_size),
+    )
+    pending: Deque["Future[ChunkResult]"] = deque()
+    try:
+        for chunk in chunks:
+            data = read_chunk(chunk, options=options, on_error="skip")
+            pending.append(pool.submit(_tag_in_worker, chunk.shard.name, chunk.index, data.records, data.bad))
+            if len(pending) >= 2 * workers:  # bounded read-ahead
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,326 @@
+"""Reading a corpus: the input cut into shards and chunks, and the records of a chunk.
+
+A shard is a fixed range of records (lines, rows or docs) of one input file:
+one per file, and a file of more than `shard_size` records is cut into shards
+of `shard_size`. A chunk is a range of at most `batch_size` records of one
+shard: the unit of work an engine tags at once. Shards and chunks follow from
+the input files and the two sizes alone, so every run of a job (and every
+engine) cuts the input the same way.
+
+A record is a plain dict: `{"id": ..., "text": str or None, "words": list or
+None, "spaces": list or None, "fields": dict}` ("words" and "spaces" for DocBin
+input, whose tokens are kept). A record that cannot be read is reported as a
+message that names its file and line.
+"""
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import numpy
+
+from .errors import BadRecordError, CorpusErrors
+
+INPUT_FORMATS = ("jsonl", "text", "parquet", "docbin")
+SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".txt": "text",
+    ".text": "text",
+    ".parquet": "parquet",
+    ".spacy": "docbin",
+}
+# what a record's position is called in messages
+UNITS = {"jsonl": "line", "text": "line", "parquet": "row", "docbin": "doc"}
+_BLOCK = 1 << 24  # bytes read at once when counting lines
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How records are read.
+
+    text_field (str): the JSON field or Parquet column that holds the text.
+    id_field (str): the field or column carried through as the document id;
+        a record without one gets "<file>:<line>".
+    """
+
+    text_field: str = "text"
+    id_field: str = "id"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Records [start, stop) of one input file, tagged into one output file.
+
+    name (str): unique within the job, e.g. "news/part-1.jsonl.00000".
+    path (str): the input file.
+    source (str): the file's path relative to the input root.
+    format (str): one of INPUT_FORMATS.
+    start (int): the first record (0-based line, row or doc).
+    stop (int): one past the last record.
+    """
+
+    name: str
+    path: str
+    source: str
+    format: str
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Records [start, stop) of a shard; `offset` is the byte offset of line
+    `start` for line formats (0 otherwise)."""
+
+    shard: Shard
+    index: int
+    start: int
+    stop: int
+    offset: int
+
+
+@dataclass
+class ChunkData:
+    """What reading a chunk gives: the good records and the bad ones' messages."""
+
+    chunk: Chunk
+    records: List[Dict[str, Any]]
+    bad: List[str]
+
+
+def find_input_files(input_path: Path, *, input_format: Optional[str] = None) -> List[Tuple[Path, str, str]]:
+    """The files of an input and their formats, sorted by relative path.
+
+    input_path (Path): a file or a folder (searched recursively; hidden files
+        and files of other suffixes are left out when no format is given).
+    input_format (Optional[str]): one of INPUT_FORMATS for every file; None
+        tells each file's format by its suffix.
+    RETURNS (List[Tuple[Path, str, str]]): (file, path relative to the input, format).
+    """
+    if input_format is not None and input_format not in INPUT_FORMATS:
+        raise ValueError(CorpusErrors.E107.format(setting="input format", value=input_format, options=list(INPUT_FORMATS)))
+    if not input_path.exists():
+        raise ValueError(CorpusErrors.E101.format(path=input_path))
+    if input_path.is_file():
+        fmt = input_format or SUFFIXES.get(input_path.suffix.lower())
+        if fmt is None:
+            raise ValueError(CorpusErrors.E106.format(path=input_path, options=list(INPUT_FORMATS)))
+        return [(input_path, input_path.name, fmt)]
+    files = []
+    for path in sorted(input_path.rglob("*")):
+        rel = path.relative_to(input_path)
+        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
+            continue
+        fmt = input_format or SUFFIXES.get(path.suffix.lower())
+        if fmt is not None:
+            files.append((path, rel.as_posix(), fmt))
+    return files
+
+
+def plan_shards(
+    input_path: Path,
+    *,
+    input_format: Optional[str] = None,
+    shard_size: int,
+    batch_size: int,
+    options: ReadOptions = ReadOptions(),
+) -> Tuple[List[Shard], Dict[str, List[Chunk]]]:
+    """Cut an input into shards and each shard into chunks.
+
+    input_path (Path): a file or a folder of files.
+    input_format (Optional[str]): one of INPUT_FORMATS, or None for by suffix.
+    shard_size (int): records per shard (the last shard of a file may hold fewer).
+    batch_size (int): records per chunk.
+    options (ReadOptions): the text and id fields.
+    RETURNS (Tuple[List[Shard], Dict[str, List[Chunk]]]): the shards in input
+        order, and each shard's chunks by shard name.
+    """
+    shards: List[Shard] = []
+    chunks: Dict[str, List[Chunk]] = {}
+    for path, source, fmt in find_input_files(input_path, input_format=input_format):
+        if fmt in ("jsonl", "text"):
+            n_records, offsets = _line_starts(path, shard_size=shard_size, batch_size=batch_size)
+        elif fmt == "parquet":
+            n_records, offsets = _parquet_rows(path, options.text_field), {}
+        else:
+            n_records, offsets = len(_docbin_records(str(path))), {}
+        for k, start in enumerate(range(0, n_records, shard_size)):
+            stop = min(start + shard_size, n_records)
+            shard = Shard(f"{source}.{k:05d}", str(path), source, fmt, start, stop)
+            shards.append(shard)
+            chunks[shard.name] = [
+                Chunk(shard, i, s, min(s + batch_size, stop), offsets.get(s, 0))
+                for i, s in enumerate(range(start, stop, batch_size))
+            ]
+    return shards, chunks
+
+
+def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: str = "skip") -> ChunkData:
+    """Read the records of a chunk.
+
+    chunk (Chunk): the chunk.
+    options (ReadOptions): the text and id fields.
+    on_error (str): "skip" reports a bad record in ChunkData.bad; "raise"
+        raises BadRecordError.
+    RETURNS (ChunkData): the records and the bad records' messages.
+    """
+    shard = chunk.shard
+    data = ChunkData(chunk, [], [])
+    if shard.format in ("jsonl", "text"):
+        items = _read_lines(shard, chunk, options)
+    elif shard.format == "parquet":
+        items = _read_parquet(shard, chunk, options)
+    else:
+        items = _read_docbin(shard, chunk)
+    for position, record, reason in items:
+        if reason is None:
+            data.records.append(record)
+            continue
+        message = CorpusErrors.E105.format(
+            path=shard.path, where=f"{UNITS[shard.format]} {position + 1}", reason=reason
+        )
+        if on_error == "raise":
+            raise BadRecordError(message)
+        data.bad.append(message)
+    return data
+
+
+def _record_id(shard: Shard, position: int) -> str:
+    return f"{shard.source}:{position + 1}"
+
+
+def _line_starts(path: Path, *, shard_size: int, batch_size: int) -> Tuple[int, Dict[int, int]]:
+    """The number of lines of a file, and the byte offset of every line that
+    starts a chunk (line % shard_size % batch_size == 0)."""
+    offsets = {0: 0}
+    n_newlines = 0
+    position = 0
+    last = b"\n"
+    with path.open("rb") as file_:
+        while True:
+            block = file_.read(_BLOCK)
+            if not block:
+                break
+            ends = numpy.flatnonzero(numpy.frombuffer(block, dtype=numpy.uint8) == 10)
+            starts = n_newlines + 1 + numpy.arange(len(ends))  # the line after each newline
+            keep = (starts % shard_size) % batch_size == 0
+            offsets.update(zip(starts[keep].tolist(), (position + ends[keep] + 1).tolist()))
+            n_newlines += len(ends)
+            position += len(block)
+            last = block[-1:]
+    n_lines = n_newlines + (0 if last == b"\n" else 1)
+    return n_lines, offsets
+
+
+def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
+    with open(shard.path, "rb") as file_:
+        file_.seek(chunk.offset)
+        for position in range(chunk.start, chunk.stop):
+            raw = file_.readline().rstrip(b"\r\n")
+            if not raw.strip():
+                continue  # blank lines are no documents
+            try:
+                line = raw.decode("utf8")
+            except UnicodeDecodeError as err:
+                yield position, None, f"invalid UTF-8 at byte {err.start}"
+                continue
+            if shard.format == "text":
+                yield position, _record(_record_id(shard, position), text=line), None
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as err:
+                yield position, None, f"not valid JSON ({err})"
+                continue
+            yield (position, *_json_record(obj, shard, position, options))
+
+
+def _json_record(obj: Any, shard: Shard, position: int, options: ReadOptions) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, got {type(obj).__name__}"
+    if options.text_field not in obj:
+        return None, f"no field '{options.text_field}' (fields: {sorted(obj)})"
+    text = obj.pop(options.text_field)
+    if not isinstance(text, str):
+        return None, f"field '{options.text_field}' is {type(text).__name__}, not a string"
+    record_id = obj.pop(options.id_field, None)
+    if record_id is None:
+        record_id = _record_id(shard, position)
+    return _record(record_id, text=text, fields=obj), None
+
+
+def _record(record_id: Any, *, text: Optional[str] = None, words: Optional[List[str]] = None,
+            spaces: Optional[List[bool]] = None, fields: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    return {"id": record_id, "text": text, "words": words, "spaces": spaces, "fields": fields or {}}
+
+
+def _parquet_rows(path: Path, column: str) -> int:
+    import pyarrow.parquet
+
+    file_ = pyarrow.parquet.ParquetFile(path)
+    names = file_.schema_arrow.names
+    if column not in names:
+        raise ValueError(CorpusErrors.E110.format(path=path, column=column, columns=names))
+    return file_.metadata.num_rows
+
+
+def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
+    import pyarrow
+    import pyarrow.parquet
+
+    file_ = pyarrow.parquet.ParquetFile(shard.path)
+    groups, first, row = [], None, 0
+    for group in range(file_.num_row_groups):
+        n = file_.metadata.row_group(group).num_rows
+        if row < chunk.stop and row + n > chunk.start:
+            groups.append(group)
+            first = row if first is None else first
+        row += n
+    if not groups:
+        return
+    table = file_.read_row_groups(groups).slice(chunk.start - first, chunk.stop - chunk.start)
+    for position, obj in enumerate(table.to_pylist(), start=chunk.start):
+        text = obj.pop(options.text_field)
+        if not isinstance(text, str):
+            reason = "the text is null" if text is None else f"the text is {type(text).__name__}, not a string"
+            yield position, None, f"column '{options.text_field}': {reason}"
+            continue
+        record_id = obj.pop(options.id_field, None)
+        if record_id is None:
+            record_id = _record_id(shard, position)
+        yield position, _record(record_id, text=text, fields=obj), None
+
+
+_DOCBIN_CACHE: Dict[str, Any] = {}
+
+
+def _docbin_records(path: str) -> List[Tuple[List[str], List[bool], Dict[str, Any]]]:
+    """The words, spaces and user data of every doc of a DocBin file, cached
+    (one file at a time) so that its chunks do not read it again."""
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    stat = os.stat(path)
+    key = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+    if key not in _DOCBIN_CACHE:
+        doc_bin = DocBin(store_user_data=True).from_bytes(Path(path).read_bytes())
+        docs = [
+            ([t.text for t in doc], [bool(t.whitespace_) for t in doc], dict(doc.user_data))
+            for doc in doc_bin.get_docs(Vocab())
+        ]
+        _DOCBIN_CACHE.clear()
+        _DOCBIN_CACHE[key] = docs
+    return _DOCBIN_CACHE[key]
+
+
+def _read_docbin(shard: Shard, chunk: Chunk) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
+    docs = _docbin_records(shard.path)
+    for position in range(chunk.start, chunk.stop):
+        words, spaces, user_data = docs[position]
+        record_id = user_data.get("id")
+        if record_id is None:
+            record_id = _record_id(shard, position)
+        fields = user_data.get("fields")
+        yield position, _record(record_id, words=words, spaces=spaces, fields=fields if isinstance(fields, dict) else {}), None
