@@ -41,6 +41,9 @@ import torch
 
 from spacy_crf.nn import BiLSTMCRF, CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
 
+sys.path.insert(0, str(Path(__file__).parent))
+import crf_kernels  # noqa: E402
+
 SHAPES = [(256, 40, 18), (256, 40, 50), (1024, 60, 50), (16, 512, 20)]
 TINY_SHAPES = [(4, 6, 3), (3, 5, 18), (2, 4, 50)]
 
@@ -60,19 +63,9 @@ def crf_code(mode: str) -> Iterator[None]:
 
 
 def make_batch(B: int, T: int, K: int, device: str, seed: int = 0):
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, T + 1, (B,), generator=gen)
-    lengths[0] = T
-    mask = torch.arange(T) < lengths[:, None]
-    scores = CRFScores(
-        torch.randn(B, T, K, generator=gen),
-        mask,
-        torch.randn(K, K, generator=gen) * 0.1,
-        torch.randn(K, generator=gen) * 0.1,
-        torch.randn(K, generator=gen) * 0.1,
-    )
-    tags = torch.randint(K, (B, T), generator=gen)
-    return CRFScores(*(x.to(device) for x in scores)), tags.to(device), lengths
+    """crf_kernels.py's random batch on `device`, with its lengths."""
+    scores, tags = crf_kernels.make_batch(B, T, K, seed)
+    return CRFScores(*(x.to(device) for x in scores)), tags.to(device), scores.mask.sum(1)
 
 
 def median_ms(fn: Callable[[], object], repeats: int, device: str) -> float:
@@ -167,8 +160,6 @@ def bench_shape(B: int, T: int, K: int, *, repeats: int, device: str, with_refer
 def pipe_speed(model: str, corpus: str, *, repeats: int, batch_size: int) -> Dict[str, object]:
     """nlp.pipe words/s on the GPU (benchmarks/pipeline_speed.py's measure)."""
     import spacy
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from pipeline_speed import unannotated_docs, words_per_second
 
     nlp = spacy.load(model)

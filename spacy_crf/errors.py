@@ -1,7 +1,9 @@
 """Coded error messages, in spaCy's style: `raise ValueError(Errors.E001.format(...))`."""
 
 
-class _ErrorsWithCodes(type):
+class ErrorsWithCodes(type):
+    """Metaclass: `Errors.E001` reads as "[E001] message" (spaCy's pattern)."""
+
     def __getattribute__(cls, code: str) -> str:
         message = super().__getattribute__(code)
         if code.startswith("__"):
@@ -13,7 +15,7 @@ class UnsafeModelError(ValueError):
     """A model file that would run code when loaded (E017)."""
 
 
-class Errors(metaclass=_ErrorsWithCodes):
+class Errors(metaclass=ErrorsWithCodes):
     E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
     E002 = (
         "Label '{label}' is not a Universal POS tag, so component '{name}' "

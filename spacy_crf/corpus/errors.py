@@ -3,19 +3,10 @@
 The codes start at E101 so that they never collide with the component's own
 (spacy_crf/errors.py, E001 upwards).
 """
+from ..errors import ErrorsWithCodes
 
 
-class _ErrorsWithCodes(type):
-    # the same "[E1xx] message" formatting as spacy_crf.errors, kept apart so
-    # that this package depends on no private name there
-    def __getattribute__(cls, code: str) -> str:
-        message = super().__getattribute__(code)
-        if code.startswith("__"):
-            return message
-        return f"[{code}] {message}"
-
-
-class CorpusErrors(metaclass=_ErrorsWithCodes):
+class CorpusErrors(metaclass=ErrorsWithCodes):
     E101 = "Input not found: '{path}'. Pass a file or a folder of files."
     E102 = (
         "The input '{path}' holds no documents: {reason}. Check the path, the "
