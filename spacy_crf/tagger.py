@@ -495,17 +495,31 @@ class CRFTagger(TrainablePipe):
                 self.cfg.update(cfg)
                 self.cfg.pop("input_width", None)  # saved by spacy-crf 0.1.0
             if msg is not None:
+                self._forget_output_sizes()
                 if not self.model.can_from_dict(msg, strict=False):
                     raise ValueError("the layer sizes in the file differ from the config's")
                 self.model.from_dict(msg)
+                n_out = self.model.get_ref("output_layer").maybe_get_dim("nO")
+                if n_out is not None and n_out != len(self.labels):
+                    raise ValueError(f"the file's network has {n_out} labels, the component {len(self.labels)}")
             set_constraints(self.model, self._constraint_masks())
         except Exception as e:
             self.cfg = backup_cfg
+            self._forget_output_sizes()
             self.model.from_bytes(backup_model)
             set_constraints(self.model, self._constraint_masks())
             if isinstance(e, UnsafeModelError):
                 raise
             raise ValueError(Errors.E008.format(name=self.name, detail=str(e))) from e
+
+
+    def _forget_output_sizes(self) -> None:
+        """Unset the label count and input width of the output layer (and the
+        model's output width): loading rebuilds the network to the file's sizes."""
+        output_layer = self.model.get_ref("output_layer")
+        for node, dim in ((output_layer, "nI"), (output_layer, "nO"), (self.model, "nO")):
+            if node.has_dim(dim) is not False:
+                node.set_dim(dim, None, force=True)
 
 
 def _concatenate_pairs(parts: List[Tuple[numpy.ndarray, numpy.ndarray]]) -> Tuple[numpy.ndarray, numpy.ndarray]:

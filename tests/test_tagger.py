@@ -603,3 +603,17 @@ def test_joint_target_missing_half_is_unknown():
     assert values == ["N|PRON", ""]
     tags, _, _ = gold_ids(values, nlp.get_pipe("crf_tagger").labels)
     assert tags.tolist() == [2, -1]
+
+
+def test_loading_a_model_with_other_labels_into_a_trained_component(trained, tmp_path):
+    """The network is rebuilt to the file's label count, as from a fresh component."""
+    nlp, _ = trained
+    other = make_nlp()
+    train(other, make_examples(other, TRAIN_DATA + [("go", {"tags": ["Z"]})]), steps=5)
+    other.get_pipe("crf_tagger").to_disk(tmp_path / "other")
+    target = make_nlp()
+    target.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
+    target.get_pipe("crf_tagger").from_disk(tmp_path / "other")
+    assert target.get_pipe("crf_tagger").labels == ("J", "N", "V", "Z")
+    assert tags_of(target, TEST_TEXTS) == tags_of(other, TEST_TEXTS)
+    assert_same_weights(target.get_pipe("crf_tagger"), other.get_pipe("crf_tagger"))
