@@ -21,7 +21,7 @@ from .constraints import SCHEMES, allowed_transitions
 from .errors import Errors, UnsafeModelError
 from .ml import CRFBatch, count_known_words, crf_batch_loss, merge_nbest, set_constraints, torch_network
 from .scorers import crf_tagger_score
-from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, gold_ids
+from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, Target, gold_ids
 
 # The factory's default: the network of configs/cpu.cfg, the most accurate
 # CPU network shipped and faster than spaCy's tagger in nlp.pipe.
@@ -184,7 +184,7 @@ class CRFTagger(TrainablePipe):
         return self.labels
 
     @property
-    def _target(self):
+    def _target(self) -> Target:
         return TARGETS[self.cfg["target"]]
 
     @property
@@ -212,9 +212,7 @@ class CRFTagger(TrainablePipe):
         return max(self._add(tag) for tag in tags)
 
     def _check_label(self, label: str) -> None:
-        target = self.cfg["target"]
-        pos = TARGETS["tag+pos"].split(label)[1] if target == "tag+pos" else label
-        if target in ("pos", "tag+pos") and pos not in UPOS_TAGS:
+        if not self._target.accepts(label):
             raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
 
     def _add(self, label: str) -> int:

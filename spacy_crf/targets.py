@@ -8,7 +8,7 @@ strings per predicted token: a label, "" where unknown (missing or
 misaligned: the loss sums over every label there) or "!LABEL" (spaCy's
 negative label: LABEL is ruled out). Pure Python and numpy, no torch.
 """
-from typing import Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Sequence, Set, Tuple, Union
 
 import numpy
 from spacy.attrs import POS, TAG
@@ -47,6 +47,10 @@ class TokenTarget:
     def expand_label(self, label: str, scheme: str) -> List[str]:
         """The labels that `add_label(label)` adds."""
         return [label]
+
+    def accepts(self, label: str) -> bool:
+        """Whether the label can be written (token.pos_ takes UPOS tags only)."""
+        return self.attr != POS or label in UPOS_TAGS
 
     def gold_values(self, example: Example, scheme: str) -> List[str]:
         """One gold value per predicted token ("" unknown, "!L" excluded)."""
@@ -88,6 +92,9 @@ class EntityTarget:
             return entity_tags([label], scheme)
         return [label]
 
+    def accepts(self, label: str) -> bool:
+        return True
+
     def gold_values(self, example: Example, scheme: str) -> List[str]:
         return gold_entity_tags(example, scheme)
 
@@ -128,6 +135,10 @@ class JointTarget:
     def expand_label(self, label: str, scheme: str) -> List[str]:
         return [label]
 
+    def accepts(self, label: str) -> bool:
+        """A "TAG|UPOS" pair whose second half is a UPOS tag."""
+        return self.split(label)[1] in UPOS_TAGS
+
     def split(self, label: str) -> Tuple[str, str]:
         """("NNS", "NOUN") of "NNS|NOUN"."""
         tag, _, pos = label.rpartition(self.SEPARATOR)
@@ -152,7 +163,9 @@ class JointTarget:
         TARGETS["pos"].write(vocab, docs, [p for _, p in pairs], ids, overwrite=overwrite, scheme=scheme)
 
 
-TARGETS: Dict[str, "TokenTarget | EntityTarget | JointTarget"] = {
+Target = Union[TokenTarget, EntityTarget, JointTarget]
+
+TARGETS: Dict[str, Target] = {
     "tag": TokenTarget("tag", TAG, "TAG"),
     "pos": TokenTarget("pos", POS, "POS"),
     "tag+pos": JointTarget(),
