@@ -50,6 +50,15 @@ def _emissions_at(em, ok, t, k, present, s_et, s_ek, s_ot, s_ok, other, HAS_ALLO
 
 
 @triton.jit
+def _exp_transitions(trans_ptr, k, valid, K):
+    """The (K, K) transitions as exp(trans - shift), 0 outside K, and the shift."""
+    tile = valid[:, None] & valid[None, :]
+    trans = tl.load(trans_ptr + k[:, None] * K + k[None, :], mask=tile, other=float("-inf")).to(tl.float32)
+    shift = tl.max(tl.max(trans, axis=1), axis=0)
+    return shift, tl.where(tile, tl.exp(trans - shift), 0.0)
+
+
+@triton.jit
 def _viterbi_kernel(
     em_ptr, s_eb, s_et, s_ek,
     len_ptr, trans_ptr, start_ptr, end_ptr,
@@ -109,10 +118,7 @@ def _forward_kernel(
     length = tl.load(len_ptr + b)
     k = tl.arange(0, BLOCK_K)
     valid = k < K
-    tile = valid[:, None] & valid[None, :]
-    trans = tl.load(trans_ptr + k[:, None] * K + k[None, :], mask=tile, other=float("-inf")).to(tl.float32)
-    shift = tl.max(tl.max(trans, axis=1), axis=0)
-    exp_trans = tl.where(tile, tl.exp(trans - shift), 0.0)  # shape: (K_prev, K_next)
+    shift, exp_trans = _exp_transitions(trans_ptr, k, valid, K)  # shape: (K_prev, K_next)
     em = em_ptr + b * s_eb
     ok = ok_ptr + b * s_ob
     alphas = alpha_ptr + b * T * K
@@ -154,9 +160,7 @@ def _backward_kernel(
     k = tl.arange(0, BLOCK_K)
     valid = k < K
     tile = valid[:, None] & valid[None, :]
-    trans = tl.load(trans_ptr + k[:, None] * K + k[None, :], mask=tile, other=float("-inf")).to(tl.float32)
-    shift = tl.max(tl.max(trans, axis=1), axis=0)
-    exp_trans = tl.where(tile, tl.exp(trans - shift), 0.0)  # shape: (K_prev, K_next)
+    shift, exp_trans = _exp_transitions(trans_ptr, k, valid, K)  # shape: (K_prev, K_next)
     em = em_ptr + b * s_eb
     ok = ok_ptr + b * s_ob
     alphas = alpha_ptr + b * T * K
