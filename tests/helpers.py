@@ -1,9 +1,11 @@
 """Shared test helpers: tiny training data and pipelines, brute-force CRF
 references, the shipped configs and running spaCy's CLI."""
+import contextlib
 import itertools
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy
@@ -178,3 +180,19 @@ def run_spacy(*args, cwd=None):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+@contextlib.contextmanager
+def no_host_sync():
+    """Inside, a CUDA operation that makes the host wait for the device
+    raises (torch's sync debug mode), and the mode is reset on the way out.
+    torch warns that the mode is a prototype: that warning alone is ignored."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
+            torch.cuda.set_sync_debug_mode("default")

@@ -37,7 +37,8 @@ def test_legacy_pipeline_predicts_as_saved(legacy):
     for i, ids in enumerate(prediction.ids):
         assert numpy.array_equal(ids, arrays[f"ids.{i}"])
     for i, probs in enumerate(tagger.marginals(docs)):
-        assert numpy.array_equal(probs, arrays[f"marginals.{i}"])
+        # equal here; another torch build or CPU may round the last bits otherwise
+        numpy.testing.assert_allclose(probs, arrays[f"marginals.{i}"], rtol=1e-5, atol=1e-7)
     for got, saved in zip(tagger.nbest(docs, 3), expected["nbest"]):
         assert [tags for tags, _ in got] == [tags for tags, _ in saved]
         assert [score for _, score in got] == pytest.approx([score for _, score in saved], abs=1e-5)

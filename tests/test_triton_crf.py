@@ -30,6 +30,7 @@ from spacy_crf.nn import (  # noqa: E402
 )
 from spacy_crf.nn import dispatch, triton_crf  # noqa: E402
 
+from .helpers import no_host_sync  # noqa: E402
 from .test_crf import all_paths, brute_score  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -116,13 +117,14 @@ def kernel_results(scores, allowed, weights):
     return nll.detach().cpu(), [g.cpu() for g in grads], log_partition(kernel).detach().cpu(), marginals(kernel).cpu()
 
 
-def assert_close(got, expected, *, scale=1.0, rtol=2e-6):
+def assert_close(got, expected, *, scale=1.0, rtol=2e-6, atol=0.0):
     """Equal within float32 rounding: rtol of the largest magnitude in play,
-    times `scale` (the number of float32 steps summed into each value)."""
+    times `scale` (the number of float32 steps summed into each value), or
+    within `atol` if that is larger."""
     assert got.shape == expected.shape
     if not got.numel():
         return
-    tol = rtol * scale * (1.0 + float(expected.abs().max()))
+    tol = max(rtol * scale * (1.0 + float(expected.abs().max())), atol)
     error = float((got.double() - expected.double()).abs().max())
     assert error <= tol, f"max error {error:.3g} > {tol:.3g}"
 
@@ -376,14 +378,12 @@ def test_cuda_kernels_equal_the_torch_path(B, T, K, monkeypatch):
     cuda = to(scores, "cuda")
     assert dispatch.use_kernels(cuda.emissions)
     allowed = partial_labels(K, scores)
-    torch.cuda.set_sync_debug_mode("error")
-    try:
+    allowed_cuda = allowed.cuda()
+    with no_host_sync():
         paths, best = viterbi_decode(cuda)
         emissions = cuda.emissions.clone().requires_grad_(True)
-        nll = negative_log_likelihood(CRFScores(emissions, *cuda[1:]), allowed.cuda())
+        nll = negative_log_likelihood(CRFScores(emissions, *cuda[1:]), allowed_cuda)
         nll.sum().backward()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
     torch_paths, torch_best = torch_path(viterbi_decode, cuda, compact=False)
     assert torch.equal(paths, torch_paths)
     assert torch.equal(best, torch_best)
@@ -391,5 +391,11 @@ def test_cuda_kernels_equal_the_torch_path(B, T, K, monkeypatch):
     ref_emissions = exact.emissions.clone().requires_grad_(True)
     ref_nll = torch_path(negative_log_likelihood, CRFScores(ref_emissions, *exact[1:]), allowed)
     ref_nll.sum().backward()
-    assert_close(nll.detach().cpu(), ref_nll.detach(), scale=T)
-    assert_close(emissions.grad.cpu(), ref_emissions.grad, scale=T)
+    # float32 rounding over long sequences: also the torch code's own error
+    # in float32 on the same batch (at T = 512 both are about 0.01)
+    f32_emissions = cuda.emissions.clone().requires_grad_(True)
+    f32_nll = torch_path(negative_log_likelihood, CRFScores(f32_emissions, *cuda[1:]), allowed_cuda)
+    f32_nll.sum().backward()
+    for got, f32, expected in [(nll, f32_nll, ref_nll), (emissions.grad, f32_emissions.grad, ref_emissions.grad)]:
+        f32_error = float((f32.detach().cpu().double() - expected.detach()).abs().max())
+        assert_close(got.detach().cpu(), expected.detach(), scale=T, atol=2 * f32_error)

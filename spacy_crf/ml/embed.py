@@ -7,13 +7,17 @@ mixed by a Maxout layer into one vector per token.
   training data; every other word becomes one shared "unknown word" key. A word
   never seen in training then gets a vector trained for unknown words, not the
   hashed rows of unrelated words, and the character and affix features carry it.
+- `spacy_crf.HashCharEmbed.v3`: v2 whose byte table gets the gradient of every
+  token (v1 and v2 keep spaCy's CharacterEmbed gradient, in which the tokens
+  of one doc that share a byte at a position count once; see features.py).
+
+The features of a batch are built on the host in one array and copied to the
+device once (features.py); the outputs equal spaCy's per-doc layers'.
 """
-from typing import Callable, Iterable, List, Optional, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy
 from spacy.attrs import intify_attr
-from spacy.ml import _character_embed
-from spacy.ml.featureextractor import FeatureExtractor
 from spacy.ml.models.tok2vec import MultiHashEmbed
 from spacy.ml.staticvectors import StaticVectors
 from spacy.strings import hash_string
@@ -23,6 +27,7 @@ from thinc.api import HashEmbed, Maxout, Model, chain, concatenate, list2ragged,
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors
+from .features import batch_features, byte_embed
 from .unique_rows import unique_rows
 
 
@@ -60,11 +65,11 @@ def build_hash_char_embed(
 
 
 def _with_chars_mixed(
-    hashes: Model[List[Doc], Ragged], n_hashed: int, width: int, nM: int, nC: int
+    hashes: Model[List[Doc], Ragged], n_hashed: int, width: int, nM: int, nC: int, exact_gradient: bool = False
 ) -> Model[List[Doc], List[Floats2d]]:
     """Concatenate the character features to the `n_hashed` columns of `hashes`
     and mix them into `width` by a Maxout, computed once per distinct row."""
-    chars = chain(_character_embed.CharacterEmbed(nM=nM, nC=nC), list2ragged())
+    chars = chain(byte_embed(nM, nC, exact_gradient), list2ragged())
     mix = unique_rows(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
     return chain(concatenate(chars, hashes), mix, ragged2list())
 
@@ -97,13 +102,45 @@ def build_hash_char_embed_v2(
         replaced by the unknown-word key (needs min_count > 0).
     RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
     """
+    return _hash_char_embed(width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, False)
+
+
+@registry.architectures("spacy_crf.HashCharEmbed.v3")
+def build_hash_char_embed_v3(
+    width: int,
+    attrs: List[Union[str, int]],
+    rows: List[int],
+    nM: int,
+    nC: int,
+    include_static_vectors: bool = False,
+    min_count: int = 0,
+    word_dropout: float = 0.0,
+) -> Model[List[Doc], List[Floats2d]]:
+    """HashCharEmbed.v2 (same arguments, same outputs) whose byte table is
+    trained by the summed gradient of every token: v2, like spaCy's
+    CharacterEmbed, keeps one token's gradient per doc, byte and position.
+    """
+    return _hash_char_embed(width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, True)
+
+
+def _hash_char_embed(
+    width: int,
+    attrs: List[Union[str, int]],
+    rows: List[int],
+    nM: int,
+    nC: int,
+    include_static_vectors: bool,
+    min_count: int,
+    word_dropout: float,
+    exact_gradient: bool,
+) -> Model[List[Doc], List[Floats2d]]:
     if len(rows) != len(attrs):
         raise ValueError(f"Mismatched lengths: {len(rows)} rows vs {len(attrs)} attrs")
     embeddings = [
         HashEmbed(width, n_rows, column=i, seed=8 + i, dropout=0.0)
         for i, n_rows in enumerate(rows)
     ]
-    layers = [FeatureExtractor(attrs), list2ragged()]
+    layers = [batch_features(attrs), list2ragged()]
     if min_count > 0:
         layers.append(known_words(intify_attr(attrs[0]), min_count, word_dropout))
     layers.append(with_array(concatenate(*embeddings)))
@@ -111,7 +148,7 @@ def build_hash_char_embed_v2(
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
-    return _with_chars_mixed(hashes, n_hashed, width, nM, nC)
+    return _with_chars_mixed(hashes, n_hashed, width, nM, nC, exact_gradient)
 
 
 def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged, Ragged]:
@@ -155,7 +192,7 @@ def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragge
         raise ValueError(Errors.E016.format(min_count=model.attrs["min_count"]))
     keys: Ints2d = X.dataXd
     words = keys[:, 0]
-    known = model.ops.asarray(known)
+    known = _on_device(model, known)
     if len(known):
         where = xp.searchsorted(known, words).clip(0, len(known) - 1)
         unknown = known[where] != words
@@ -166,6 +203,19 @@ def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragge
     keys = keys.copy()
     keys[unknown, 0] = UNKNOWN_WORD
     return Ragged(keys, X.lengths), lambda dY: dY
+
+
+# model.id -> (the host list, its copy on the device): copied once, not per batch.
+_DEVICE_KNOWN: Dict[int, Tuple[numpy.ndarray, object]] = {}
+
+
+def _on_device(model: Model, known: numpy.ndarray):
+    if isinstance(known, numpy.ndarray) and model.ops.xp is numpy:
+        return known
+    cached = _DEVICE_KNOWN.get(model.id)
+    if cached is None or cached[0] is not known:
+        cached = _DEVICE_KNOWN[model.id] = (known, model.ops.asarray(known))
+    return cached[1]
 
 
 def count_known_words(models: Iterable[Model], get_docs: Callable[[], Iterable[Doc]]) -> None:

@@ -58,7 +58,13 @@ def _exp_transitions(trans_ptr, k, valid, K):
     return shift, tl.where(tile, tl.exp(trans - shift), 0.0)
 
 
-@triton.jit
+# Arguments that change with every batch's longest sequence are not
+# specialised on (Triton would compile a variant per divisibility class).
+_PER_BATCH = ["s_eb", "T"]
+_PER_BATCH_ALLOWED = ["s_eb", "s_ob", "T"]
+
+
+@triton.jit(do_not_specialize=_PER_BATCH)
 def _viterbi_kernel(
     em_ptr, s_eb, s_et, s_ek,
     len_ptr, trans_ptr, start_ptr, end_ptr,
@@ -105,7 +111,7 @@ def _viterbi_kernel(
         tl.store(path + t - 1, label.to(tl.int64))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=_PER_BATCH_ALLOWED)
 def _forward_kernel(
     em_ptr, s_eb, s_et, s_ek,
     ok_ptr, s_ob, s_ot, s_ok,
@@ -143,7 +149,7 @@ def _forward_kernel(
     tl.store(logz_ptr + b, tl.where(length > 0, log_z, 0.0))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=_PER_BATCH_ALLOWED)
 def _backward_kernel(
     em_ptr, s_eb, s_et, s_ek,
     ok_ptr, s_ob, s_ot, s_ok,
