@@ -1,10 +1,11 @@
 """The CRF on a GPU: the fused Triton kernels vs the torch path vs pytorch-crf, and the pipeline.
 
     python benchmarks/gpu.py --output metrics/gpu.json [--repeats 50] \\
-        [--model training/cpu/model-best --baseline training/baseline/model-best \\
-         --corpus corpus/en_ewt-ud-dev.spacy] \\
+        [--model training/cpu/model-best --corpus corpus/en_ewt-ud-dev.spacy] \\
         [--config configs/cpu.cfg --baseline-config configs/baseline.cfg \\
-         --train-corpus corpus/en_ewt-ud-train.spacy --train-steps 300]
+         --train-corpus corpus/en_ewt-ud-train.spacy --train-steps 300] \\
+        [--baseline training/baseline/model-best] \\
+        [--before-code DIR --before-env SPACY_CRF_KERNELS=torch]
 
 For each shape (B, T, K) of benchmarks/crf_kernels.py it times, on one CUDA
 device, medians of synchronised runs (CUDA events): Viterbi decode and NLL
@@ -12,11 +13,18 @@ forward+backward by the kernels (SPACY_CRF_KERNELS=auto), by the torch code
 (SPACY_CRF_KERNELS=torch) and by pytorch-crf, and as a yardstick a forward of
 spacy_crf.nn.BiLSTMCRF (hidden 256 each way, input 128) over the same batch.
 It first checks that the kernels give the torch path's Viterbi paths and NLL.
-With --model/--baseline/--corpus it adds nlp.pipe words/s of a trained
-crf_tagger and of spaCy's tagger (spacy.require_gpu); with --config and
---baseline-config, `spacy train` steps/s of both (the time of --train-steps
-steps minus that of 20, which leaves start-up out). Device name and versions
-are printed and written. Needs CUDA and the `benchmark` extra (pytorch-crf).
+
+With --config and --baseline-config: `spacy train` steps/s of both on the
+GPU (benchmarks/train_steps.py: spaCy's training loop, timed after its first
+steps). With --model and --corpus: the trained crf_tagger's accuracy on the
+GPU (`spacy evaluate --gold-preproc`) and nlp.pipe words/s
+(benchmarks/pipeline_speed.py) beside spaCy's tagger (--baseline, or the
+one just trained by --baseline-config). --before-code DIR (a folder holding
+an older spacy_crf package) and --before-env NAME=VALUE repeat the
+crf_tagger's measures with that code, e.g. the code before the kernels with
+the torch path. Each measure runs in its own process. Device name and
+versions are printed and written. Needs CUDA and the `benchmark` extra
+(pytorch-crf).
 
     python benchmarks/gpu.py --interpret
 
@@ -157,32 +165,47 @@ def bench_shape(B: int, T: int, K: int, *, repeats: int, device: str, with_refer
     return row
 
 
-def pipe_speed(model: str, corpus: str, *, repeats: int, batch_size: int) -> Dict[str, object]:
-    """nlp.pipe words/s on the GPU (benchmarks/pipeline_speed.py's measure)."""
-    import spacy
-    from pipeline_speed import unannotated_docs, words_per_second
-
-    nlp = spacy.load(model)
-    docs = unannotated_docs(nlp, corpus)
-    median, rates, n_words = words_per_second(nlp, docs, repeats=repeats, batch_size=batch_size)
-    return {"model": model, "words_per_second": round(median), "runs": [round(r) for r in rates], "n_words": n_words}
+HERE = Path(__file__).parent
 
 
-def train_speed(config: str, train: str, dev: str, *, steps: int, gpu_id: int) -> Dict[str, object]:
-    """`spacy train` steps/s on the GPU: (steps - 20) / (time(steps) - time(20)),
-    so that loading, initialisation and saving cancel out."""
-    times = {}
-    for n in (20, steps):
-        with tempfile.TemporaryDirectory() as output:
-            command = [
-                sys.executable, "-m", "spacy", "train", config, "--output", output, "--gpu-id", str(gpu_id),
-                "--paths.train", train, "--paths.dev", dev, "--training.max_epochs", "0",
-                "--training.max_steps", str(n), "--training.eval_frequency", str(n + 1),
-            ]
-            begin = time.perf_counter()
-            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-            times[n] = time.perf_counter() - begin
-    return {"config": config, "steps": steps, "steps_per_second": (steps - 20) / (times[steps] - times[20]), "seconds": times}
+def run_json(script: str, args: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, object]:
+    """Run one of the benchmark scripts in its own process; its JSON output."""
+    with tempfile.TemporaryDirectory() as tmp:
+        output = Path(tmp) / "result.json"
+        command = [sys.executable, str(HERE / script), *args, "--output", str(output)]
+        subprocess.run(command, check=True, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+        return json.loads(output.read_text())
+
+
+def pipe_speed(model: str, corpus: str, *, repeats: int, batch_size: int, gpu_id: int, env=None) -> Dict[str, object]:
+    """nlp.pipe words/s on the GPU (benchmarks/pipeline_speed.py)."""
+    args = [model, corpus, "--gpu-id", str(gpu_id), "--repeats", str(repeats), "--batch-size", str(batch_size)]
+    return {"model": model, **run_json("pipeline_speed.py", args, env)}
+
+
+def train_speed(config: str, train: str, dev: str, *, steps: int, gpu_id: int, save=None, env=None) -> Dict[str, object]:
+    """`spacy train` steps/s on the GPU (benchmarks/train_steps.py)."""
+    args = [config, train, dev, "--steps", str(steps), "--gpu-id", str(gpu_id)]
+    return run_json("train_steps.py", args + (["--save", str(save)] if save else []), env)
+
+
+def gpu_accuracy(model: str, corpus: str, *, gpu_id: int, env=None) -> Dict[str, object]:
+    """`spacy evaluate --gold-preproc` of the model on the GPU: its scores."""
+    with tempfile.TemporaryDirectory() as tmp:
+        output = Path(tmp) / "metrics.json"
+        command = [sys.executable, "-m", "spacy", "evaluate", str(Path(model).resolve()), str(Path(corpus).resolve()),
+                   "--gold-preproc", "--gpu-id", str(gpu_id), "--output", str(output)]
+        # run from elsewhere: `python -m` would import spacy_crf from the working directory first
+        subprocess.run(command, check=True, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, cwd=tmp)
+        scores = json.loads(output.read_text())
+    return {key: scores[key] for key in ("tag_acc", "pos_acc", "ents_f") if scores.get(key) is not None}
+
+
+def before_env(args: argparse.Namespace) -> Dict[str, str]:
+    """The environment that runs --before-code (and --before-env)."""
+    env = dict(pair.split("=", 1) for pair in args.before_env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(args.before_code).resolve()), os.environ.get("PYTHONPATH")]))
+    return env
 
 
 def versions() -> Dict[str, Optional[str]]:
@@ -216,22 +239,31 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path)
     parser.add_argument("--gpu-id", type=int, default=0)
     parser.add_argument("--interpret", action="store_true", help="no GPU: smoke-test the kernels under Triton's interpreter")
-    parser.add_argument("--model", help="a trained crf_tagger pipeline (nlp.pipe words/s)")
+    parser.add_argument("--no-kernels", action="store_true", help="leave the kernel table out (only the pipeline)")
+    parser.add_argument("--model", help="a trained crf_tagger pipeline (accuracy and nlp.pipe words/s on the GPU)")
     parser.add_argument("--baseline", help="a trained spaCy tagger pipeline (nlp.pipe words/s)")
-    parser.add_argument("--corpus", help="the .spacy corpus for nlp.pipe, and the dev set for spacy train")
+    parser.add_argument("--corpus", help="the .spacy corpus for nlp.pipe and evaluation, and the dev set for spacy train")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--pipe-repeats", type=int, default=5)
     parser.add_argument("--config", help="crf_tagger training config (spacy train steps/s)")
     parser.add_argument("--baseline-config", help="spaCy tagger training config (spacy train steps/s)")
     parser.add_argument("--train-corpus", help="the .spacy training corpus for spacy train")
     parser.add_argument("--train-steps", type=int, default=300)
+    parser.add_argument("--before-code", help="a folder holding an older spacy_crf package, measured too")
+    parser.add_argument("--before-env", action="append", default=[], help="NAME=VALUE for the --before-code runs")
     args = parser.parse_args(argv)
-    if bool(args.model) != bool(args.baseline) or (args.model and not args.corpus):
-        parser.error("--model and --baseline go together, with --corpus")
+    if args.model and not args.corpus:
+        parser.error("--model needs --corpus")
+    if args.model and not (args.baseline or args.baseline_config):
+        parser.error("--model needs --baseline or --baseline-config (spaCy's tagger to compare with)")
     if (args.config or args.baseline_config) and not (args.config and args.baseline_config and args.train_corpus and args.corpus):
         parser.error("--config and --baseline-config go together, with --train-corpus and --corpus")
-    if args.train_steps <= 20:
-        parser.error("--train-steps must be more than 20")
+    if args.train_steps <= 30:
+        parser.error("--train-steps must be more than 30")
+    if args.before_env and not args.before_code:
+        parser.error("--before-env goes with --before-code")
+    if any("=" not in pair for pair in args.before_env):
+        parser.error("--before-env takes NAME=VALUE")
     return args
 
 
@@ -258,34 +290,46 @@ def main(argv: Optional[List[str]] = None) -> None:
         "device": torch.cuda.get_device_name(),
         "versions": versions(),
         "repeats": args.repeats,
-        "rows": [bench_shape(B, T, K, repeats=args.repeats, device="cuda") for B, T, K in SHAPES],
+        "rows": [] if args.no_kernels else [bench_shape(B, T, K, repeats=args.repeats, device="cuda") for B, T, K in SHAPES],
     }
     print(f"{result['device']}; " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
-    print(f"medians of {args.repeats} synchronised runs (CUDA events)")
-    print_table(result["rows"])
-    if args.model:
-        import spacy
-
-        spacy.require_gpu(args.gpu_id)
-        pipe = {
-            name: pipe_speed(path, args.corpus, repeats=args.pipe_repeats, batch_size=args.batch_size)
-            for name, path in (("crf_tagger", args.model), ("tagger", args.baseline))
-        }
-        pipe["ratio"] = pipe["crf_tagger"]["words_per_second"] / pipe["tagger"]["words_per_second"]
-        result["nlp_pipe"] = pipe
-        print(
-            f"nlp.pipe words/s (batch {args.batch_size}): crf_tagger {pipe['crf_tagger']['words_per_second']:,}, "
-            f"spaCy tagger {pipe['tagger']['words_per_second']:,}, ratio {pipe['ratio']:.2f}x"
-        )
+    if result["rows"]:
+        print(f"medians of {args.repeats} synchronised runs (CUDA events)")
+        print_table(result["rows"])
+    runs = {"crf_tagger": {}}
+    if args.before_code:
+        runs["crf_tagger (before)"] = before_env(args)
+    baseline_dir = tempfile.mkdtemp()
     if args.config:
         train = {
-            name: train_speed(config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id)
-            for name, config in (("crf_tagger", args.config), ("tagger", args.baseline_config))
+            name: train_speed(args.config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id, env=env)
+            for name, env in runs.items()
         }
+        baseline = args.baseline or str(Path(baseline_dir) / "tagger")
+        train["tagger"] = train_speed(
+            args.baseline_config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id,
+            save=None if args.baseline else baseline,
+        )
         result["spacy_train"] = train
+        print("spacy train steps/s: " + ", ".join(f"{name} {r['steps_per_second']:.2f}" for name, r in train.items()))
+    if args.model:
+        baseline = args.baseline or str(Path(baseline_dir) / "tagger")
+        pipe = {
+            name: {
+                **pipe_speed(args.model, args.corpus, repeats=args.pipe_repeats, batch_size=args.batch_size, gpu_id=args.gpu_id, env=env),
+                **gpu_accuracy(args.model, args.corpus, gpu_id=args.gpu_id, env=env),
+            }
+            for name, env in runs.items()
+        }
+        pipe["tagger"] = pipe_speed(baseline, args.corpus, repeats=args.pipe_repeats, batch_size=args.batch_size, gpu_id=args.gpu_id)
+        for name in runs:
+            pipe[name]["vs_tagger"] = pipe[name]["words_per_second"] / pipe["tagger"]["words_per_second"]
+        result["nlp_pipe"] = pipe
         print(
-            f"spacy train steps/s: crf_tagger {train['crf_tagger']['steps_per_second']:.2f}, "
-            f"spaCy tagger {train['tagger']['steps_per_second']:.2f}"
+            f"nlp.pipe words/s (batch {args.batch_size}): "
+            + ", ".join(f"{name} {r['words_per_second']:,}" for name, r in pipe.items())
+            + "; crf_tagger tag_acc on the GPU: "
+            + ", ".join(f"{name} {r.get('tag_acc')}" for name, r in pipe.items() if name != "tagger")
         )
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
