@@ -617,3 +617,20 @@ def test_loading_a_model_with_other_labels_into_a_trained_component(trained, tmp
     assert target.get_pipe("crf_tagger").labels == ("J", "N", "V", "Z")
     assert tags_of(target, TEST_TEXTS) == tags_of(other, TEST_TEXTS)
     assert_same_weights(target.get_pipe("crf_tagger"), other.get_pipe("crf_tagger"))
+
+
+def test_optimizer_updates_the_torch_weights_in_place():
+    """The optimizer writes into the parameters' memory: the LSTM's weights
+    stay the one buffer cuDNN reads (no copy per call on a GPU), and every
+    step still changes them."""
+    nlp = make_nlp()
+    optimizer = nlp.initialize(get_examples=lambda: make_examples(nlp))
+    network = torch_network(nlp.get_pipe("crf_tagger").model)
+    pointers = {name: p.data_ptr() for name, p in network.named_parameters()}
+    before = {name: p.detach().clone() for name, p in network.named_parameters()}
+    nlp.update(make_examples(nlp), sgd=optimizer)
+    for name, param in network.named_parameters():
+        assert param.data_ptr() == pointers[name], name
+        if param.requires_grad:
+            assert not torch.equal(param.detach(), before[name]), name
+        assert param.grad is None or not param.grad.any(), name

@@ -14,9 +14,10 @@ sizes are known, saves those sizes with the weights, and loads weights only.
   torch parameters `(shim.id, name)`, while `PyTorchShim.use_params` only
   looks for `"pytorch_{id}_{name}"`, so with `use_averages = true` the torch
   averages were never used. Both kinds of key are accepted.
-- After Thinc's optimizer replaces the parameters, the LSTM's weights are
-  made one contiguous buffer again (cuDNN would otherwise copy them on every
-  call; a no-op on CPU).
+- The optimizer's updates are written into the parameters' own memory
+  (Thinc's shim makes each parameter a new tensor): the LSTM's weights stay
+  the one contiguous buffer that cuDNN reads, with no re-flattening per step
+  and no "weights are not part of single contiguous chunk" copies per call.
 """
 import contextlib
 import io
@@ -25,7 +26,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 import srsly
 import torch
-from thinc.api import PyTorchShim, get_torch_default_device, xp2torch
+from thinc.api import PyTorchShim, get_torch_default_device, torch2xp, xp2torch
 
 from ..errors import Errors, UnsafeModelError
 from ..nn import BiLSTMCRF
@@ -90,8 +91,16 @@ class CRFShim(PyTorchShim):
     def finish_update(self, optimizer: Any) -> None:
         if self._model is None:
             return
-        super().finish_update(optimizer)
-        self._flatten()
+        for name, param in self._model.named_parameters():
+            if param.grad is None:
+                continue
+            if not self._grad_scaler.found_inf:  # skip the update if a gradient overflowed
+                weights, _ = optimizer((self.id, name), torch2xp(param.data), torch2xp(param.grad))
+                updated = xp2torch(weights, device=param.device)
+                if updated.data_ptr() != param.data_ptr():  # Thinc's optimizers update in place
+                    param.data.copy_(updated)
+            param.grad.zero_()
+        self._grad_scaler.update()
 
     def _flatten(self) -> None:
         if self._model.lstm is not None:
