@@ -1,0 +1,51 @@
+"""The GPU benchmark scripts run (on CPU here): what they measure is right in kind."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import SENTENCES, write_docbin
+
+ROOT = Path(__file__).parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def run(script, *args):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "small.spacy"
+    write_docbin(path)
+    return path
+
+
+def test_gpu_benchmark_smoke_test_without_a_gpu():
+    out = run("gpu.py", "--interpret")
+    assert "same paths and NLL as the torch path" in out
+
+
+def test_train_steps_times_spacys_training_loop(corpus, tmp_path):
+    output = tmp_path / "steps.json"
+    run("train_steps.py", ROOT / "configs/cpu.cfg", corpus, corpus, "--steps", 8, "--warmup", 3,
+        "--save", tmp_path / "model", "--profile", tmp_path / "profile.txt", "--output", output)
+    result = json.loads(output.read_text())
+    assert result["steps"] == 5 and result["steps_per_second"] > 0 and result["words_per_second"] > 0
+    assert (tmp_path / "model" / "crf_tagger").is_dir()
+    assert "spacy_crf" in (tmp_path / "profile.txt").read_text()
+
+
+def test_gpu_stages_on_cpu(corpus, tmp_path):
+    output = tmp_path / "stages.json"
+    run("gpu_stages.py", corpus, "--config", ROOT / "configs/cpu.cfg", "--init-corpus", corpus,
+        "--gpu-id", -1, "--repeats", 2, "--output", output)
+    result = json.loads(output.read_text())
+    assert set(result["ms"]) == {"tok2vec", "tok2vec + network", "decode (Viterbi)", "predict", "set_annotations"}
+    assert result["n_words"] == 3 * sum(len(words) for words, _ in SENTENCES)
