@@ -1,5 +1,6 @@
-"""configs/transformer.cfg trains with `spacy train` on a tiny, randomly
-initialised BERT saved to a temporary folder (never the Hugging Face hub)."""
+"""configs/transformer.cfg and transformer_case.cfg train with `spacy train`
+on a tiny, randomly initialised BERT saved to a temporary folder (never the
+Hugging Face hub)."""
 import json
 
 import pytest
@@ -27,13 +28,14 @@ def save_tiny_bert(path):
 
 
 @pytest.mark.slow
-def test_transformer_config_trains_and_tags(tmp_path, monkeypatch):
+@pytest.mark.parametrize("config", ["transformer.cfg", "transformer_case.cfg"])
+def test_transformer_config_trains_and_tags(config, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     save_tiny_bert(tmp_path / "tiny-bert")
     write_docbin(tmp_path / "train.spacy")
     run_spacy(
-        "train", str(CONFIGS / "transformer.cfg"),
+        "train", str(CONFIGS / config),
         "--output", str(tmp_path / "out"),
         "--paths.train", str(tmp_path / "train.spacy"),
         "--paths.dev", str(tmp_path / "train.spacy"),
@@ -45,6 +47,10 @@ def test_transformer_config_trains_and_tags(tmp_path, monkeypatch):
     )
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.pipe_names == ["transformer", "crf_tagger"]
+    # transformer_case: the byte table beside the listener, trained and loaded
+    chars = [n for n in nlp.get_pipe("crf_tagger").model.walk() if n.name == "charembed"]
+    assert len(chars) == (config == "transformer_case.cfg")
+    assert all(n.get_param("E").any() for n in chars)
     assert set(nlp.get_pipe("crf_tagger").labels) == {t for _, ts in SENTENCES for t in ts}
     # the listener passed gradients back: the pipeline fits its training data
     run_spacy(
@@ -56,3 +62,36 @@ def test_transformer_config_trains_and_tags(tmp_path, monkeypatch):
     words, tags = SENTENCES[0]
     doc = nlp(spacy.tokens.Doc(nlp.vocab, words=words))
     assert [t.tag_ for t in doc] == tags
+
+
+@pytest.mark.slow
+def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    save_tiny_bert(tmp_path / "tiny-bert")
+    vocab = spacy.blank("en").vocab
+    docs = []
+    for words, _ in SENTENCES * 3:
+        doc = spacy.tokens.Doc(vocab, words=words)
+        # the first capitalised word is an entity
+        doc.ents = [doc.char_span(doc[i].idx, doc[i].idx + len(doc[i]), label="X") for i in range(1) if doc[i].is_title]
+        docs.append(doc)
+    spacy.tokens.DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
+    run_spacy(
+        "train", str(CONFIGS / "ner_transformer.cfg"),
+        "--output", str(tmp_path / "out"),
+        "--paths.train", str(tmp_path / "train.spacy"),
+        "--paths.dev", str(tmp_path / "train.spacy"),
+        "--paths.transformer", str(tmp_path / "tiny-bert"),
+        "--training.max_steps", "60",
+        "--training.eval_frequency", "20",
+        "--training.optimizer.learn_rate.initial_rate", "0.003",
+        "--training.optimizer.learn_rate.warmup_steps", "5",
+    )
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    assert nlp.get_pipe("crf_tagger").labels == ("B-X", "I-X", "L-X", "O", "U-X")
+    run_spacy(
+        "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"),
+        "--output", str(tmp_path / "scores.json"),
+    )
+    assert json.loads((tmp_path / "scores.json").read_text())["ents_f"] >= 0.9
