@@ -2,8 +2,10 @@
 
     python scripts/results_table.py metrics
 
-Reads metrics/<config>.json (spacy evaluate), metrics/<config>-speed.json
-(benchmarks/pipeline_speed.py) and training/<config>/train_time.json.
+Reads metrics/<name>.json (spacy evaluate), metrics/<name>-speed.json
+(benchmarks/pipeline_speed.py) and training/<name>/train_time.json. A name
+without its own configs/<name>.cfg is an ablation: its config column is the
+config and the overrides of the `spacy train` command in train_time.json.
 """
 import json
 import sys
@@ -19,7 +21,29 @@ NAMES = {
     "baseline_pos": "spaCy morphologizer (efficiency CNN), UPOS",
     "softmax": "crf_tagger softmax ablation",
     "transformer": "crf_tagger + transformer",
+    "transformer_case": "crf_tagger + transformer + case features",
+    "ner_transformer": "crf_tagger NER + transformer + case features",
 }
+
+
+def config_of(root: Path, name: str) -> str:
+    """`configs/<name>.cfg`, or for an ablation its training command's config and overrides."""
+    if (root / "configs" / f"{name}.cfg").exists():
+        return f"`configs/{name}.cfg`"
+    time_path = root / "training" / name / "train_time.json"
+    if not time_path.exists():
+        return "?"
+    command = json.loads(time_path.read_text())["command"]
+    config = next((arg for arg in command if arg.endswith(".cfg")), "?")
+    overrides, i = [], 0
+    while i < len(command):
+        if command[i].startswith("--") and not command[i].startswith(("--paths.", "--output", "--gpu-id")):
+            value = command[i + 1] if i + 1 < len(command) else ""
+            overrides.append(f"{command[i].split('.')[-1]} = {value}")
+            i += 2
+        else:
+            i += 1
+    return f"`{config}` " + ", ".join(overrides)
 
 
 def percent(value):
@@ -49,7 +73,7 @@ def main(metrics_dir: str) -> None:
         speed_path = metrics / f"{config}-speed.json"
         speed = json.loads(speed_path.read_text())["words_per_second"] if speed_path.exists() else None
         print(
-            f"| {NAMES.get(config, config)} | `configs/{config}.cfg` | {percent(scores.get('tag_acc'))} "
+            f"| {NAMES.get(config, config)} | {config_of(root, config)} | {percent(scores.get('tag_acc'))} "
             f"| {percent(scores.get('pos_acc'))} | {train_time(config)} "
             f"| {'-' if speed is None else f'{speed:,}'} |"
         )
@@ -59,7 +83,7 @@ def main(metrics_dir: str) -> None:
         print("|---|---|---|---|---|---|")
         for config, scores in recognisers:
             print(
-                f"| {NAMES.get(config, config)} | `configs/{config}.cfg` | {percent(scores['ents_p'])} "
+                f"| {NAMES.get(config, config)} | {config_of(root, config)} | {percent(scores['ents_p'])} "
                 f"| {percent(scores['ents_r'])} | {percent(scores['ents_f'])} | {train_time(config)} |"
             )
 
