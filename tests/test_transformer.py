@@ -27,13 +27,12 @@ def save_tiny_bert(path):
     tokenizer.save_pretrained(path)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("config", ["transformer.cfg", "transformer_case.cfg"])
-def test_transformer_config_trains_and_tags(config, tmp_path, monkeypatch):
+def train_with_tiny_bert(config, tmp_path, monkeypatch):
+    """`spacy train` of configs/<config> on tmp_path/train.spacy for 60 steps
+    with a tiny BERT, into tmp_path/out; offline."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     save_tiny_bert(tmp_path / "tiny-bert")
-    write_docbin(tmp_path / "train.spacy")
     run_spacy(
         "train", str(CONFIGS / config),
         "--output", str(tmp_path / "out"),
@@ -45,6 +44,13 @@ def test_transformer_config_trains_and_tags(config, tmp_path, monkeypatch):
         "--training.optimizer.learn_rate.initial_rate", "0.003",
         "--training.optimizer.learn_rate.warmup_steps", "5",
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["transformer.cfg", "transformer_case.cfg"])
+def test_transformer_config_trains_and_tags(config, tmp_path, monkeypatch):
+    write_docbin(tmp_path / "train.spacy")
+    train_with_tiny_bert(config, tmp_path, monkeypatch)
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.pipe_names == ["transformer", "crf_tagger"]
     # transformer_case: the byte table beside the listener, trained and loaded
@@ -66,9 +72,6 @@ def test_transformer_config_trains_and_tags(config, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    save_tiny_bert(tmp_path / "tiny-bert")
     vocab = spacy.blank("en").vocab
     docs = []
     for words, _ in SENTENCES * 3:
@@ -77,17 +80,7 @@ def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch
         doc.ents = [doc.char_span(doc[i].idx, doc[i].idx + len(doc[i]), label="X") for i in range(1) if doc[i].is_title]
         docs.append(doc)
     spacy.tokens.DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
-    run_spacy(
-        "train", str(CONFIGS / "ner_transformer.cfg"),
-        "--output", str(tmp_path / "out"),
-        "--paths.train", str(tmp_path / "train.spacy"),
-        "--paths.dev", str(tmp_path / "train.spacy"),
-        "--paths.transformer", str(tmp_path / "tiny-bert"),
-        "--training.max_steps", "60",
-        "--training.eval_frequency", "20",
-        "--training.optimizer.learn_rate.initial_rate", "0.003",
-        "--training.optimizer.learn_rate.warmup_steps", "5",
-    )
+    train_with_tiny_bert("ner_transformer.cfg", tmp_path, monkeypatch)
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.get_pipe("crf_tagger").labels == ("B-X", "I-X", "L-X", "O", "U-X")
     run_spacy(
