@@ -23,18 +23,19 @@ NAMES = {
     "transformer": "crf_tagger + transformer",
     "transformer_case": "crf_tagger + transformer + case features",
     "ner_transformer": "crf_tagger NER + transformer + case features",
+    "cpu_depth2": "crf_tagger, CPU config, 2 BiLSTM layers",
+    "cpu_bytes16": "crf_tagger, CPU config, 16 bytes a word",
+    "cpu_v3": "crf_tagger, CPU config, byte table with every token's gradient",
 }
 
 
 def config_of(root: Path, name: str) -> str:
-    """`configs/<name>.cfg`, or for an ablation its training command's config and overrides."""
-    if (root / "configs" / f"{name}.cfg").exists():
-        return f"`configs/{name}.cfg`"
+    """`configs/<name>.cfg` (or, for an ablation, the config its training
+    command used) and the overrides of that command, from train_time.json."""
     time_path = root / "training" / name / "train_time.json"
-    if not time_path.exists():
-        return "?"
-    command = json.loads(time_path.read_text())["command"]
-    config = next((arg for arg in command if arg.endswith(".cfg")), "?")
+    command = json.loads(time_path.read_text())["command"] if time_path.exists() else []
+    config = f"configs/{name}.cfg" if (root / "configs" / f"{name}.cfg").exists() else None
+    config = config or next((arg for arg in command if arg.endswith(".cfg")), "?")
     overrides, i = [], 0
     while i < len(command):
         if command[i].startswith("--") and not command[i].startswith(("--paths.", "--output", "--gpu-id")):
@@ -43,7 +44,7 @@ def config_of(root: Path, name: str) -> str:
             i += 2
         else:
             i += 1
-    return f"`{config}` " + ", ".join(overrides)
+    return f"`{config}`" + (" " + ", ".join(overrides) if overrides else "")
 
 
 def percent(value):

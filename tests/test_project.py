@@ -149,3 +149,24 @@ def test_tag_ray_tags_the_dev_corpus(project):
     rows = [json.loads(line) for path in out.glob("en_ewt-ud-dev.spacy.*.jsonl") for line in path.read_text().splitlines()]
     assert sorted(row["id"] for row in rows) == [f"en_ewt-ud-dev.spacy:{i}" for i in (1, 2, 3)]
     assert all(len(row["tags"]) == len(row["tokens"]) > 0 for row in rows)
+
+
+def test_results_table_names_ablations_by_their_overrides(tmp_path):
+    """A metrics file without its own config is an ablation: the table gives
+    the config and the overrides of the `spacy train` command that made it."""
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "cpu.cfg").write_text("")
+    for name, extra in [("cpu", []), ("cpu_depth2", ["--components.crf_tagger.model.depth", "2"])]:
+        (tmp_path / "training" / name).mkdir(parents=True)
+        command = ["python", "-m", "spacy", "train", "configs/cpu.cfg", "--output", f"training/{name}",
+                   "--paths.train", "t.spacy", "--paths.dev", "d.spacy", *extra]
+        (tmp_path / "training" / name / "train_time.json").write_text(json.dumps({"train_seconds": 600, "command": command}))
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "cpu.json").write_text(json.dumps({"tag_acc": 0.9463}))
+    (tmp_path / "metrics" / "cpu_depth2.json").write_text(json.dumps({"tag_acc": 0.947}))
+    table = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "results_table.py"), str(tmp_path / "metrics")],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` | 94.63 | - | 10.0 min | - |"
+    assert table[3] == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
