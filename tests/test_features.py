@@ -105,3 +105,10 @@ def test_byte_embed_of_no_tokens(docs):
         got, backprop = ours(batch, is_train=True)
         assert [g.shape for g in got] == [(0, ours.get_dim("nO"))] * len(batch)
         backprop([numpy.zeros(g.shape, dtype="f") for g in got])
+
+
+def test_utf8_ends_of_docs_from_two_vocabs(docs):
+    other = Doc(spacy.blank("en").vocab, words=["zyzzyva", "Qatar"])
+    got = utf8_ends([docs[0], other], 6)
+    want = numpy.concatenate([docs[0].to_utf8_array(nr_char=6), other.to_utf8_array(nr_char=6)])
+    assert_array_equal(got, want)

@@ -28,7 +28,7 @@ from thinc.types import Floats2d, Ints2d
 
 # ORTH key -> the word's bytes in the order 0, -1, 1, -2, ... (255-padded), per nC.
 _UTF8_ENDS: Dict[int, Dict[int, bytes]] = {}
-_MAX_CACHED_WORDS = 2_000_000
+_MAX_CACHED_WORDS = 500_000  # then start again (about 50 MB)
 
 
 def batch_features(columns: Sequence[Union[str, int]]) -> Model[List[Union[Doc, Span]], List[Ints2d]]:
@@ -68,15 +68,22 @@ def utf8_ends(docs: Sequence[Union[Doc, Span]], nC: int) -> numpy.ndarray:
     cache = _UTF8_ENDS.setdefault(nC, {})
     if len(cache) > _MAX_CACHED_WORDS:
         cache.clear()
-    strings = docs[0].vocab.strings if docs else None
     rows = []
     for key in keys.tolist():
         row = cache.get(key)
         if row is None:
-            row = cache[key] = _ends_first(strings[key].encode("utf8"), nC)
+            row = cache[key] = _ends_first(_text_of(key, docs).encode("utf8"), nC)
         rows.append(row)
     table = numpy.frombuffer(b"".join(rows), dtype="uint8").reshape(len(keys), nC)
     return table[inverse.reshape(-1)]
+
+
+def _text_of(key: int, docs: Sequence[Union[Doc, Span]]) -> str:
+    """The string of an ORTH key, from the first doc's vocab that has it."""
+    for vocab in {id(doc.vocab): doc.vocab for doc in docs}.values():
+        if key in vocab.strings:
+            return vocab.strings[key]
+    raise KeyError(key)
 
 
 def _ends_first(word: bytes, nC: int) -> bytes:
