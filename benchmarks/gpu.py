@@ -36,6 +36,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -299,7 +300,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     runs = {"crf_tagger": {}}
     if args.before_code:
         runs["crf_tagger (before)"] = before_env(args)
-    baseline_dir = tempfile.mkdtemp()
+    baseline_dir = tempfile.mkdtemp()  # the tagger trained by --baseline-config, removed at the end
     if args.config:
         train = {
             name: train_speed(args.config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id, env=env)
@@ -331,6 +332,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             + "; crf_tagger tag_acc on the GPU: "
             + ", ".join(f"{name} {r.get('tag_acc')}" for name, r in pipe.items() if name != "tagger")
         )
+    shutil.rmtree(baseline_dir, ignore_errors=True)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))

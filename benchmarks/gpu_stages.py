@@ -8,7 +8,8 @@ The corpus' docs go through the component's model in one batch of
 --batch-size docs: tok2vec, tok2vec + network (the CRF's scores), Viterbi
 decode, and the whole `predict` and `set_annotations`; medians of
 synchronised runs. With --config (no trained model at hand) the pipeline is
-initialized on --init-corpus (timings hardly depend on the weights).
+initialized on --init-corpus (timings hardly depend on the weights). The
+model's tok2vec must be its own (not a listener of a shared component).
 --profile adds cProfile's top functions of one tok2vec call and one predict
 (host time: what a GPU run waits on), and counts torch's device-to-host
 synchronisations in one predict (torch.cuda.set_sync_debug_mode).
@@ -89,6 +90,8 @@ def main() -> None:
     tagger = nlp.get_pipe("crf_tagger")
     model = tagger.model
     docs = unannotated_docs(nlp, args.corpus)[: args.batch_size]
+    if not docs:
+        parser.error(f"no docs in {args.corpus}")
     n_words = sum(len(doc) for doc in docs)
     tok2vec = model.get_ref("tok2vec")
     result: Dict[str, object] = {
@@ -108,7 +111,7 @@ def main() -> None:
     batch = model.predict(docs)
     stages["decode (Viterbi)"] = lambda: batch.decode()
     prediction = tagger.predict(docs)
-    stages["set_annotations"] = lambda: tagger.set_annotations([doc.copy() for doc in docs], prediction)
+    stages["set_annotations"] = lambda: tagger.set_annotations(docs, prediction)  # the same values each time
     times = {name: median_ms(fn, args.repeats) for name, fn in stages.items()}
     result["ms"] = {name: round(t, 3) for name, t in times.items()}
     result["tok2vec_words_per_second"] = round(n_words / times["tok2vec"] * 1000)
@@ -125,8 +128,10 @@ def main() -> None:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 torch.cuda.set_sync_debug_mode("warn")
-                tagger.predict(docs)
-                torch.cuda.set_sync_debug_mode(0)
+                try:
+                    tagger.predict(docs)
+                finally:
+                    torch.cuda.set_sync_debug_mode(0)
             syncs = [str(w.message).splitlines()[0] for w in caught if "synchroniz" in str(w.message)]
             result["torch_synchronisations_in_predict"] = len(syncs)
             print(f"torch synchronisations in one predict: {len(syncs)}")

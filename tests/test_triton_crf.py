@@ -399,3 +399,15 @@ def test_cuda_kernels_equal_the_torch_path(B, T, K, monkeypatch):
     for got, f32, expected in [(nll, f32_nll, ref_nll), (emissions.grad, f32_emissions.grad, ref_emissions.grad)]:
         f32_error = float((f32.detach().cpu().double() - expected.detach()).abs().max())
         assert_close(got.detach().cpu(), expected.detach(), scale=T, atol=2 * f32_error)
+
+
+def test_unspecialised_arguments_are_named_in_every_kernel():
+    """Triton ignores unknown names in do_not_specialize: check them."""
+    import inspect
+
+    for kernel, names in [
+        (triton_crf._viterbi_kernel, triton_crf._PER_BATCH),
+        (triton_crf._forward_kernel, triton_crf._PER_BATCH_ALLOWED),
+        (triton_crf._backward_kernel, triton_crf._PER_BATCH_ALLOWED),
+    ]:
+        assert set(names) <= set(inspect.signature(kernel.fn).parameters), kernel.fn.__name__

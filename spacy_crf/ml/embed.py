@@ -214,6 +214,8 @@ def _on_device(model: Model, known: numpy.ndarray):
         return known
     cached = _DEVICE_KNOWN.get(model.id)
     if cached is None or cached[0] is not known:
+        if len(_DEVICE_KNOWN) >= 16:  # layers of models no longer in use
+            _DEVICE_KNOWN.clear()
         cached = _DEVICE_KNOWN[model.id] = (known, model.ops.asarray(known))
     return cached[1]
 

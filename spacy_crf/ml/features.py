@@ -23,12 +23,13 @@ import numpy
 from spacy.attrs import ORTH
 from spacy.ml._character_embed import init as character_embed_init
 from spacy.tokens import Doc, Span
+from spacy.vocab import Vocab
 from thinc.api import Model
 from thinc.types import Floats2d, Ints2d
 
 # ORTH key -> the word's bytes in the order 0, -1, 1, -2, ... (255-padded), per nC.
 _UTF8_ENDS: Dict[int, Dict[int, bytes]] = {}
-_MAX_CACHED_WORDS = 500_000  # then start again (about 50 MB)
+_MAX_CACHED_WORDS = 500_000  # then start again (under 100 MB)
 
 
 def batch_features(columns: Sequence[Union[str, int]]) -> Model[List[Union[Doc, Span]], List[Ints2d]]:
@@ -38,6 +39,8 @@ def batch_features(columns: Sequence[Union[str, int]]) -> Model[List[Union[Doc, 
 
 def _features_forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tuple[List[Ints2d], Callable]:
     columns = model.attrs["columns"]
+    if isinstance(columns, (str, int)):
+        columns = [columns]
     arrays = [_to_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]
     if not arrays:
         return [], lambda d_features: []
@@ -68,19 +71,20 @@ def utf8_ends(docs: Sequence[Union[Doc, Span]], nC: int) -> numpy.ndarray:
     cache = _UTF8_ENDS.setdefault(nC, {})
     if len(cache) > _MAX_CACHED_WORDS:
         cache.clear()
+    vocabs = list({id(doc.vocab): doc.vocab for doc in docs}.values())
     rows = []
     for key in keys.tolist():
         row = cache.get(key)
         if row is None:
-            row = cache[key] = _ends_first(_text_of(key, docs).encode("utf8"), nC)
+            row = cache[key] = _ends_first(_text_of(key, vocabs).encode("utf8"), nC)
         rows.append(row)
     table = numpy.frombuffer(b"".join(rows), dtype="uint8").reshape(len(keys), nC)
     return table[inverse.reshape(-1)]
 
 
-def _text_of(key: int, docs: Sequence[Union[Doc, Span]]) -> str:
-    """The string of an ORTH key, from the first doc's vocab that has it."""
-    for vocab in {id(doc.vocab): doc.vocab for doc in docs}.values():
+def _text_of(key: int, vocabs: List[Vocab]) -> str:
+    """The string of an ORTH key, from the first of the vocabs that has it."""
+    for vocab in vocabs:
         if key in vocab.strings:
             return vocab.strings[key]
     raise KeyError(key)
@@ -105,15 +109,22 @@ def byte_embed(nM: int, nC: int, exact_gradient: bool = False) -> Model[List[Doc
     `utf8_ends`), each byte position with its own (256, nM) table."""
     return Model(
         "charembed",
-        _byte_embed_forward,
+        _byte_embed_exact if exact_gradient else _byte_embed_as_spacy,
         init=character_embed_init,
         dims={"nM": nM, "nC": nC, "nO": nM * nC, "nV": 256},
         params={"E": None},
-        attrs={"exact_gradient": exact_gradient},
     )
 
 
-def _byte_embed_forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+def _byte_embed_exact(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    return _byte_embed_forward(model, docs, exact_gradient=True)
+
+
+def _byte_embed_as_spacy(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    return _byte_embed_forward(model, docs, exact_gradient=False)
+
+
+def _byte_embed_forward(model: Model, docs: List[Doc], *, exact_gradient: bool) -> Tuple[List[Floats2d], Callable]:
     xp = model.ops.xp
     E = model.get_param("E")  # shape: (nC, 256, nM)
     nC, nM = model.get_dim("nC"), model.get_dim("nM")
@@ -127,10 +138,10 @@ def _byte_embed_forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[
             return []
         dY = model.ops.xp.concatenate(d_output).reshape(-1, nM)  # row (token, position)
         rows = (positions * 256 + ids).reshape(-1)  # row of the flattened table
-        if not model.attrs["exact_gradient"]:
+        if not exact_gradient:
             rows, dY = _last_in_each_doc(model, ids, lengths, rows, dY)
         dE = model.ops.alloc2f(nC * 256, nM)
-        xp.add.at(dE, rows, dY)  # in index order (cupy 14 deprecates Thinc's scatter_add)
+        xp.add.at(dE, rows, dY)  # numpy: in index order (cupy 14 deprecates Thinc's scatter_add)
         model.inc_grad("E", dE.reshape(E.shape))
         return []
 

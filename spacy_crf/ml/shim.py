@@ -95,10 +95,10 @@ class CRFShim(PyTorchShim):
             if param.grad is None:
                 continue
             if not self._grad_scaler.found_inf:  # skip the update if a gradient overflowed
-                weights, _ = optimizer((self.id, name), torch2xp(param.data), torch2xp(param.grad))
-                updated = xp2torch(weights, device=param.device)
-                if updated.data_ptr() != param.data_ptr():  # Thinc's optimizers update in place
-                    param.data.copy_(updated)
+                current = torch2xp(param.data)  # shares the parameter's memory
+                weights, _ = optimizer((self.id, name), current, torch2xp(param.grad))
+                if weights is not current:  # Thinc's optimizers update in place
+                    param.data.copy_(xp2torch(weights, device=param.device))
             param.grad.zero_()
         self._grad_scaler.update()
 
