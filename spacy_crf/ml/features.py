@@ -44,20 +44,14 @@ def _features_forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool
     arrays = [_to_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]
     if not arrays:
         return [], lambda d_features: []
-    features = model.ops.asarray2i(numpy.concatenate(arrays).astype("uint64", copy=False), dtype="uint64")
-    return _split(features, [len(a) for a in arrays]), lambda d_features: []
+    features = model.ops.asarray2i(numpy.concatenate(arrays), dtype="uint64")
+    return model.ops.unflatten(features, [len(a) for a in arrays]), lambda d_features: []
 
 
 def _to_array(doc: Union[Doc, Span], columns) -> numpy.ndarray:
     if isinstance(doc, Span):
         return doc.doc.to_array(columns)[doc.start : doc.end]
     return doc.to_array(columns)
-
-
-def _split(array, lengths: List[int]) -> list:
-    """Views of `array`'s consecutive row blocks of these lengths."""
-    ends = numpy.cumsum(lengths)
-    return [array[end - n : end] for n, end in zip(lengths, ends.tolist())]
 
 
 def utf8_ends(docs: Sequence[Union[Doc, Span]], nC: int) -> numpy.ndarray:
@@ -136,7 +130,7 @@ def _byte_embed_forward(model: Model, docs: List[Doc], *, exact_gradient: bool) 
     def backprop(d_output: List[Floats2d]) -> List:
         if not d_output:
             return []
-        dY = model.ops.xp.concatenate(d_output).reshape(-1, nM)  # row (token, position)
+        dY = xp.concatenate(d_output).reshape(-1, nM)  # row (token, position)
         rows = (positions * 256 + ids).reshape(-1)  # row of the flattened table
         if not exact_gradient:
             rows, dY = _last_in_each_doc(model, ids, lengths, rows, dY)
@@ -145,7 +139,7 @@ def _byte_embed_forward(model: Model, docs: List[Doc], *, exact_gradient: bool) 
         model.inc_grad("E", dE.reshape(E.shape))
         return []
 
-    return _split(vectors, lengths), backprop
+    return model.ops.unflatten(vectors, lengths), backprop
 
 
 def _last_in_each_doc(model: Model, ids, lengths: List[int], rows, dY):
