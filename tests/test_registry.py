@@ -10,6 +10,10 @@ import spacy_crf  # noqa: F401
 REGISTERED = [
     ("architectures", "spacy_crf.BiLSTMCRF.v1"),
     ("architectures", "spacy_crf.HashCharEmbed.v1"),
+    ("architectures", "spacy_crf.HashCharEmbed.v2"),
+    ("architectures", "spacy_crf.HashCharEmbed.v3"),
+    ("architectures", "spacy_crf.HashCharEmbed.v4"),
+    ("architectures", "spacy_crf.CharCNN.v1"),
     ("scorers", "spacy_crf.crf_tagger_scorer.v1"),
 ]
 
@@ -30,6 +34,8 @@ def test_entry_points_work_without_importing_spacy_crf():
         "nlp.add_pipe('crf_tagger')\n"
         "for kind, name in [('architectures', 'spacy_crf.BiLSTMCRF.v1'),"
         " ('architectures', 'spacy_crf.HashCharEmbed.v1'),"
+        " ('architectures', 'spacy_crf.HashCharEmbed.v4'),"
+        " ('architectures', 'spacy_crf.CharCNN.v1'),"
         " ('scorers', 'spacy_crf.crf_tagger_scorer.v1')]:\n"
         "    getattr(spacy.registry, kind).get(name)\n"
         "print(nlp.pipe_names)\n"

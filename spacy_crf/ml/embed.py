@@ -10,6 +10,8 @@ mixed by a Maxout layer into one vector per token.
 - `spacy_crf.HashCharEmbed.v3`: v2 whose byte table gets the gradient of every
   token (v1 and v2 keep spaCy's CharacterEmbed gradient, in which the tokens
   of one doc that share a byte at a position count once; see features.py).
+- `spacy_crf.HashCharEmbed.v4`: v3 plus a word encoder (e.g. the whole-word
+  character CNN `spacy_crf.CharCNN.v1`) whose vectors join the mix.
 
 The features of a batch are built on the host in one array and copied to the
 device once (features.py); the outputs equal spaCy's per-doc layers'.
@@ -65,13 +67,24 @@ def build_hash_char_embed(
 
 
 def _with_chars_mixed(
-    hashes: Model[List[Doc], Ragged], n_hashed: int, width: int, nM: int, nC: int, exact_gradient: bool = False
+    hashes: Model[List[Doc], Ragged],
+    n_hashed: int,
+    width: int,
+    nM: int,
+    nC: int,
+    exact_gradient: bool = False,
+    word_encoder: Optional[Model[List[Doc], List[Floats2d]]] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
-    """Concatenate the character features to the `n_hashed` columns of `hashes`
-    and mix them into `width` by a Maxout, computed once per distinct row."""
-    chars = chain(byte_embed(nM, nC, exact_gradient), list2ragged())
-    mix = unique_rows(Maxout(width, nM * nC + n_hashed, nP=3, normalize=True, dropout=0.0))
-    return chain(concatenate(chars, hashes), mix, ragged2list())
+    """Concatenate the character features (and the word encoder's vectors) to
+    the `n_hashed` columns of `hashes` and mix them into `width` by a Maxout,
+    computed once per distinct row."""
+    features = [chain(byte_embed(nM, nC, exact_gradient), list2ragged()), hashes]
+    n_features = nM * nC + n_hashed
+    if word_encoder is not None:
+        features.append(chain(word_encoder, list2ragged()))
+        n_features += word_encoder.get_dim("nO")
+    mix = unique_rows(Maxout(width, n_features, nP=3, normalize=True, dropout=0.0))
+    return chain(concatenate(*features), mix, ragged2list())
 
 
 # The key that stands for every word outside the known-word list.
@@ -123,6 +136,30 @@ def build_hash_char_embed_v3(
     return _hash_char_embed(width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, True)
 
 
+@registry.architectures("spacy_crf.HashCharEmbed.v4")
+def build_hash_char_embed_v4(
+    width: int,
+    attrs: List[Union[str, int]],
+    rows: List[int],
+    nM: int,
+    nC: int,
+    include_static_vectors: bool = False,
+    min_count: int = 0,
+    word_dropout: float = 0.0,
+    word_encoder: Optional[Model[List[Doc], List[Floats2d]]] = None,
+) -> Model[List[Doc], List[Floats2d]]:
+    """HashCharEmbed.v3 (same arguments) with a word encoder beside the hash
+    and byte features, mixed in by the same Maxout.
+
+    word_encoder (Optional[Model[List[Doc], List[Floats2d]]]): one vector per
+        token with an "nO" dim, e.g. spacy_crf.CharCNN.v1; None is v3.
+    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
+    """
+    return _hash_char_embed(
+        width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, True, word_encoder
+    )
+
+
 def _hash_char_embed(
     width: int,
     attrs: List[Union[str, int]],
@@ -133,6 +170,7 @@ def _hash_char_embed(
     min_count: int,
     word_dropout: float,
     exact_gradient: bool,
+    word_encoder: Optional[Model[List[Doc], List[Floats2d]]] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
     if len(rows) != len(attrs):
         raise ValueError(f"Mismatched lengths: {len(rows)} rows vs {len(attrs)} attrs")
@@ -148,7 +186,7 @@ def _hash_char_embed(
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
-    return _with_chars_mixed(hashes, n_hashed, width, nM, nC, exact_gradient)
+    return _with_chars_mixed(hashes, n_hashed, width, nM, nC, exact_gradient, word_encoder)
 
 
 def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged, Ragged]:

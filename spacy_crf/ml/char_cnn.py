@@ -1,0 +1,132 @@
+"""`spacy_crf.CharCNN.v1`: a character CNN over the whole word (Ma & Hovy, 2016).
+
+Each word's UTF-8 bytes, between a start and an end marker, are embedded;
+each byte's vector is concatenated with those of the `window` bytes on either
+side (Thinc's seq2col, which stops at the word's edges); a Maxout layer maps
+each window to `width` features; the word's vector is the maximum of each
+feature over its positions. HashCharEmbed reads the first and last few bytes
+at fixed positions; this reads every byte of the word, wherever it is.
+
+Each distinct word (ORTH) of a batch is encoded once and copied to its
+tokens; the gradients of its tokens are summed back into it. A word's bytes
+are looked up once per process. Pure Thinc: the same code runs on NumpyOps
+and on CupyOps.
+"""
+from typing import Callable, Dict, List, Sequence, Tuple, Union
+
+import numpy
+from spacy.attrs import ORTH
+from spacy.tokens import Doc, Span
+from spacy.util import registry
+from thinc.api import Maxout, Model, uniform_init
+from thinc.types import Floats2d
+
+from .features import _text_of, _to_array
+
+# Byte values 0-255, then the markers around every word.
+WORD_START, WORD_END = 256, 257
+N_SYMBOLS = 258
+
+# ORTH key -> the word's symbol ids, per max_bytes.
+_WORD_SYMBOLS: Dict[int, Dict[int, numpy.ndarray]] = {}
+_MAX_CACHED_WORDS = 500_000  # then start again
+
+
+@registry.architectures("spacy_crf.CharCNN.v1")
+def build_char_cnn(
+    width: int = 64, nM: int = 32, window: int = 1, nP: int = 3, max_bytes: int = 20
+) -> Model[List[Doc], List[Floats2d]]:
+    """Encode each token by a CNN over the bytes of its word.
+
+    width (int): output width (the CNN's filters).
+    nM (int): width of each byte's embedding.
+    window (int): bytes on each side of a position that its filters see
+        (1: trigrams).
+    nP (int): Maxout pieces of the convolution.
+    max_bytes (int): longer words are read by their first and last
+        max_bytes / 2 bytes (URLs, numbers); the markers come on top.
+    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
+    """
+    if max_bytes < 2:
+        raise ValueError(f"max_bytes must be at least 2, not {max_bytes}")
+    conv = Maxout(width, nM * (2 * window + 1), nP=nP, normalize=False, dropout=None)
+    return Model(
+        "char_cnn",
+        _forward,
+        init=_init,
+        layers=[conv],
+        params={"E": None},
+        dims={"nO": width, "nM": nM, "nV": N_SYMBOLS, "nW": window},
+        attrs={"max_bytes": max_bytes},
+    )
+
+
+def _init(model: Model, X=None, Y=None) -> None:
+    model.set_param("E", uniform_init(model.ops, (model.get_dim("nV"), model.get_dim("nM"))))
+    model.layers[0].initialize()
+
+
+def word_symbols(
+    docs: Sequence[Union[Doc, Span]], max_bytes: int
+) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """The symbols of the distinct words of the docs.
+
+    RETURNS: (symbols, lengths, inverse): the distinct words' symbol ids one
+        after another (int32), the number of symbols of each distinct word
+        (int32), and for every token of the docs the index of its word.
+    """
+    orths = [_to_array(doc, [ORTH]).reshape(-1) for doc in docs]
+    if not orths or not sum(len(o) for o in orths):
+        empty = numpy.zeros((0,), dtype="int32")
+        return empty, empty, numpy.zeros((0,), dtype="int64")
+    keys, inverse = numpy.unique(numpy.concatenate(orths).astype("uint64"), return_inverse=True)
+    cache = _WORD_SYMBOLS.setdefault(max_bytes, {})
+    if len(cache) > _MAX_CACHED_WORDS:
+        cache.clear()
+    vocabs = list({id(doc.vocab): doc.vocab for doc in docs}.values())
+    words = []
+    for key in keys.tolist():
+        symbols = cache.get(key)
+        if symbols is None:
+            symbols = cache[key] = _symbols(_text_of(key, vocabs).encode("utf8"), max_bytes)
+        words.append(symbols)
+    lengths = numpy.asarray([len(w) for w in words], dtype="int32")
+    return numpy.concatenate(words), lengths, inverse.reshape(-1)
+
+
+def _symbols(word: bytes, max_bytes: int) -> numpy.ndarray:
+    if len(word) > max_bytes:
+        half = max_bytes // 2
+        word = word[:half] + word[len(word) - (max_bytes - half) :]
+    return numpy.asarray([WORD_START, *word, WORD_END], dtype="int32")
+
+
+def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    ops, xp = model.ops, model.ops.xp
+    conv = model.layers[0]
+    E = model.get_param("E")  # shape: (nV, nM)
+    window, width = model.get_dim("nW"), model.get_dim("nO")
+    doc_lengths = [len(doc) for doc in docs]
+    symbols_h, lengths_h, inverse_h = word_symbols(docs, model.attrs["max_bytes"])
+    if not len(inverse_h):
+        return [ops.alloc2f(n, width) for n in doc_lengths], lambda dY: []
+    symbols = ops.asarray1i(symbols_h)
+    lengths = ops.asarray1i(lengths_h)
+    inverse = ops.asarray(inverse_h)
+    windows = ops.seq2col(E[symbols], window, lengths=lengths)  # shape: (n_symbols, nM * (2 * nW + 1))
+    features, backprop_conv = conv(windows, is_train)  # shape: (n_symbols, width)
+    words, which = ops.reduce_max(features, lengths)  # shape: (n_words, width)
+    tokens = words[inverse]  # shape: (n_tokens, width)
+
+    def backprop(dY: List[Floats2d]) -> List:
+        d_words = ops.alloc2f(len(lengths_h), width)
+        xp.add.at(d_words, inverse, xp.concatenate(dY))
+        d_features = ops.backprop_reduce_max(d_words, which, lengths)
+        d_embedded = ops.backprop_seq2col(backprop_conv(d_features), window, lengths=lengths)
+        dE = ops.alloc2f(*E.shape)
+        xp.add.at(dE, symbols, d_embedded)
+        model.inc_grad("E", dE)
+        return []
+
+    return ops.unflatten(tokens, doc_lengths), backprop
+

@@ -1,0 +1,139 @@
+"""spacy_crf.CharCNN.v1 and HashCharEmbed.v4: the CNN equals a plain torch
+reference word by word (outputs and every gradient), odd input, training,
+saving and loading."""
+import numpy
+import pytest
+import spacy
+import torch
+from numpy.testing import assert_allclose
+from spacy.tokens import Doc
+
+from spacy_crf.ml.char_cnn import WORD_END, WORD_START, build_char_cnn, word_symbols
+
+from .helpers import SMALL_MODEL, TEST_TEXTS, assert_same_weights, make_examples, tags_of, train
+
+WORDS = [
+    ["I", "like", "green", "eggs", "and", "ham", "."],
+    ["a"],
+    [],
+    ["Über", "naïve", "日本語", "supercalifragilisticexpialidocious", "e", "e", "eggs", "😀"],
+    ["like", "like", "I", "ham"],
+]
+CHAR_CNN = {"@architectures": "spacy_crf.CharCNN.v1", "width": 8, "nM": 6, "window": 1, "nP": 2, "max_bytes": 10}
+EMBED = {
+    "@architectures": "spacy_crf.HashCharEmbed.v4",
+    "width": 16,
+    "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
+    "rows": [500, 100, 100, 50],
+    "nM": 8,
+    "nC": 4,
+    "include_static_vectors": False,
+    "min_count": 1,
+    "word_dropout": 0.0,
+    "word_encoder": CHAR_CNN,
+}
+
+
+@pytest.fixture
+def docs():
+    nlp = spacy.blank("en")
+    return [Doc(nlp.vocab, words=words) for words in WORDS]
+
+
+def reference(layer, docs):
+    """The CNN word by word in torch, from the layer's parameters."""
+    conv = layer.layers[0]
+    E = torch.tensor(layer.get_param("E"), requires_grad=True)
+    W = torch.tensor(conv.get_param("W"), requires_grad=True)  # shape: (nO, nP, nI)
+    b = torch.tensor(conv.get_param("b"), requires_grad=True)  # shape: (nO, nP)
+    nW, max_bytes = layer.get_dim("nW"), layer.attrs["max_bytes"]
+    outputs = []
+    for token in (t for doc in docs for t in doc):
+        data = token.text.encode("utf8")
+        if len(data) > max_bytes:
+            data = data[: max_bytes // 2] + data[len(data) - (max_bytes - max_bytes // 2) :]
+        x = E[torch.tensor([WORD_START, *data, WORD_END])]  # shape: (L, nM)
+        padded = torch.nn.functional.pad(x, (0, 0, nW, nW))
+        windows = torch.cat([padded[i : i + len(x)] for i in range(2 * nW + 1)], dim=1)
+        pieces = torch.einsum("li,opi->lop", windows, W) + b
+        outputs.append(pieces.max(dim=2).values.max(dim=0).values)
+    return torch.stack(outputs), (E, W, b)
+
+
+@pytest.mark.parametrize("window,max_bytes", [(1, 10), (2, 4), (0, 20)])
+def test_char_cnn_equals_a_word_by_word_reference(docs, window, max_bytes):
+    layer = build_char_cnn(width=5, nM=4, window=window, nP=3, max_bytes=max_bytes)
+    layer.initialize()
+    Y, backprop = layer(docs, is_train=True)
+    assert [y.shape for y in Y] == [(len(doc), 5) for doc in docs]
+    want, (E, W, b) = reference(layer, docs)
+    assert_allclose(numpy.concatenate(Y), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    dY = [numpy.random.default_rng(1).standard_normal(y.shape).astype("f") for y in Y]
+    assert backprop(dY) == []
+    (want * torch.tensor(numpy.concatenate(dY))).sum().backward()
+    assert_allclose(layer.get_grad("E"), E.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert_allclose(layer.layers[0].get_grad("W"), W.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert_allclose(layer.layers[0].get_grad("b"), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_word_symbols_are_the_distinct_words_between_markers(docs):
+    symbols, lengths, inverse = word_symbols(docs[:2], max_bytes=4)
+    words = sorted({t.orth for d in docs[:2] for t in d})
+    assert len(lengths) == len(words) and len(inverse) == 8
+    assert lengths.sum() == len(symbols)
+    starts = numpy.cumsum(lengths) - lengths
+    first = [symbols[s : s + n].tolist() for s, n in zip(starts, lengths)]
+    texts = [docs[0].vocab.strings[w] for w in words]
+    assert first[texts.index("green")] == [WORD_START, *b"gren", WORD_END]  # "gr" + "en"
+    assert first[texts.index("a")] == [WORD_START, ord("a"), WORD_END]
+    empty = word_symbols([docs[2]], 4)
+    assert [len(a) for a in empty] == [0, 0, 0]
+    assert [len(a) for a in word_symbols([], 4)] == [0, 0, 0]
+
+
+def test_char_cnn_on_no_tokens(docs):
+    layer = build_char_cnn(width=3, nM=2)
+    layer.initialize()
+    Y, backprop = layer([docs[2], docs[2]], is_train=True)
+    assert [y.shape for y in Y] == [(0, 3), (0, 3)]
+    assert backprop(Y) == []
+    assert layer([], is_train=False)[0] == []
+
+
+def test_char_cnn_rejects_too_few_bytes():
+    with pytest.raises(ValueError, match="max_bytes"):
+        build_char_cnn(max_bytes=1)
+
+
+def make_nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": {**SMALL_MODEL, "tok2vec": EMBED}})
+    return nlp
+
+
+def test_overfitting_io_with_the_char_cnn(tmp_path):
+    nlp = make_nlp()
+    examples = make_examples(nlp)
+    losses = train(nlp, examples, steps=150)
+    assert losses["crf_tagger"] < 1.0  # summed over 8 tokens; ~9 at the start
+    # "eggs" (the CNN reads its bytes) is still tagged N in new contexts
+    assert [t.tag_ for t in nlp("I like eggs")] == ["N", "V", "N"]
+    nlp.to_disk(tmp_path)
+    loaded = spacy.load(tmp_path)
+    assert tags_of(loaded, TEST_TEXTS) == tags_of(nlp, TEST_TEXTS)
+    assert_same_weights(nlp.get_pipe("crf_tagger"), loaded.get_pipe("crf_tagger"))
+    assert [[t.tag_ for t in d] for d in loaded.pipe(TEST_TEXTS, batch_size=2)] == tags_of(loaded, TEST_TEXTS)
+    assert any(node.name == "char_cnn" for node in loaded.get_pipe("crf_tagger").model.walk())
+
+
+def test_v4_without_a_word_encoder_is_v3():
+    nlp = spacy.blank("en")
+    v3 = {**EMBED, "@architectures": "spacy_crf.HashCharEmbed.v3"}
+    del v3["word_encoder"]
+    models = []
+    for embed in ({**EMBED, "word_encoder": None}, v3):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("crf_tagger", config={"model": {**SMALL_MODEL, "tok2vec": embed}})
+        nlp.initialize(lambda: make_examples(nlp))
+        models.append([n.name for n in nlp.get_pipe("crf_tagger").model.walk()])
+    assert models[0] == models[1]
