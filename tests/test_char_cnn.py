@@ -137,3 +137,26 @@ def test_v4_without_a_word_encoder_is_v3():
         nlp.initialize(lambda: make_examples(nlp))
         models.append([n.name for n in nlp.get_pipe("crf_tagger").model.walk()])
     assert models[0] == models[1]
+
+
+@pytest.mark.gpu
+def test_char_cnn_on_gpu_equals_cpu(docs):
+    from thinc.api import use_ops
+
+    cpu = build_char_cnn(width=5, nM=4, window=1, nP=3, max_bytes=10)
+    cpu.initialize()
+    Y, backprop = cpu(docs, is_train=True)
+    dY = [numpy.random.default_rng(1).standard_normal(y.shape).astype("f") for y in Y]
+    backprop(dY)
+    with use_ops("cupy"):
+        gpu = build_char_cnn(width=5, nM=4, window=1, nP=3, max_bytes=10)
+        gpu.initialize()
+        for a, b in zip(cpu.walk(), gpu.walk()):
+            for name in a.param_names:
+                b.set_param(name, b.ops.asarray(a.get_param(name)))
+        Y_gpu, backprop_gpu = gpu(docs, is_train=True)
+        backprop_gpu([gpu.ops.asarray(d) for d in dY])
+    assert_allclose(numpy.concatenate([y.get() for y in Y_gpu]), numpy.concatenate(Y), rtol=1e-5, atol=1e-6)
+    assert_allclose(gpu.get_grad("E").get(), cpu.get_grad("E"), rtol=1e-4, atol=1e-5)
+    conv_cpu, conv_gpu = cpu.layers[0], gpu.layers[0]
+    assert_allclose(conv_gpu.get_grad("W").get(), conv_cpu.get_grad("W"), rtol=1e-4, atol=1e-5)
