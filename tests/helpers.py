@@ -53,6 +53,20 @@ SMALL_MODEL = {
 }
 
 
+# a small spacy_crf.HashCharEmbed.v2 with a known-word list
+HASH_CHAR_EMBED = {
+    "@architectures": "spacy_crf.HashCharEmbed.v2",
+    "width": 16,
+    "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
+    "rows": [500, 100, 100, 50],
+    "nM": 8,
+    "nC": 4,
+    "include_static_vectors": False,
+    "min_count": 2,
+    "word_dropout": 0.0,
+}
+
+
 def make_examples(nlp, data=TRAIN_DATA):
     return [Example.from_dict(nlp.make_doc(text), annots) for text, annots in data]
 

@@ -10,7 +10,7 @@ from spacy.tokens import Doc
 
 from spacy_crf.ml.char_cnn import WORD_END, WORD_START, build_char_cnn, word_symbols
 
-from .helpers import SMALL_MODEL, TEST_TEXTS, assert_same_weights, make_examples, tags_of, train
+from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, TEST_TEXTS, assert_same_weights, make_examples, tags_of, train
 
 WORDS = [
     ["I", "like", "green", "eggs", "and", "ham", "."],
@@ -21,15 +21,9 @@ WORDS = [
 ]
 CHAR_CNN = {"@architectures": "spacy_crf.CharCNN.v1", "width": 8, "nM": 6, "window": 1, "nP": 2, "max_bytes": 10}
 EMBED = {
+    **HASH_CHAR_EMBED,
     "@architectures": "spacy_crf.HashCharEmbed.v4",
-    "width": 16,
-    "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
-    "rows": [500, 100, 100, 50],
-    "nM": 8,
-    "nC": 4,
-    "include_static_vectors": False,
     "min_count": 1,
-    "word_dropout": 0.0,
     "word_encoder": CHAR_CNN,
 }
 

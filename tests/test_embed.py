@@ -8,19 +8,9 @@ from thinc.api import list2ragged
 
 from spacy_crf.ml.embed import UNKNOWN_WORD
 
-from .helpers import SMALL_MODEL, assert_same_weights
+from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, assert_same_weights
 
-EMBED = {
-    "@architectures": "spacy_crf.HashCharEmbed.v2",
-    "width": 16,
-    "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
-    "rows": [500, 100, 100, 50],
-    "nM": 8,
-    "nC": 4,
-    "include_static_vectors": False,
-    "min_count": 2,
-    "word_dropout": 0.0,
-}
+EMBED = HASH_CHAR_EMBED
 MODEL = {**SMALL_MODEL, "tok2vec": EMBED}
 TRAIN_DATA = [
     ("I like green eggs", ["N", "V", "J", "N"]),

@@ -15,13 +15,12 @@ and on CupyOps.
 from typing import Callable, Dict, List, Sequence, Tuple, Union
 
 import numpy
-from spacy.attrs import ORTH
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 from thinc.api import Maxout, Model, uniform_init
 from thinc.types import Floats2d
 
-from .features import _text_of, _to_array
+from .features import per_distinct_word
 
 # Byte values 0-255, then the markers around every word.
 WORD_START, WORD_END = 256, 257
@@ -29,7 +28,6 @@ N_SYMBOLS = 258
 
 # ORTH key -> the word's symbol ids, per max_bytes.
 _WORD_SYMBOLS: Dict[int, Dict[int, numpy.ndarray]] = {}
-_MAX_CACHED_WORDS = 500_000  # then start again
 
 
 @registry.architectures("spacy_crf.CharCNN.v1")
@@ -75,23 +73,12 @@ def word_symbols(
         after another (int32), the number of symbols of each distinct word
         (int32), and for every token of the docs the index of its word.
     """
-    orths = [_to_array(doc, [ORTH]).reshape(-1) for doc in docs]
-    if not orths or not sum(len(o) for o in orths):
-        empty = numpy.zeros((0,), dtype="int32")
-        return empty, empty, numpy.zeros((0,), dtype="int64")
-    keys, inverse = numpy.unique(numpy.concatenate(orths).astype("uint64"), return_inverse=True)
     cache = _WORD_SYMBOLS.setdefault(max_bytes, {})
-    if len(cache) > _MAX_CACHED_WORDS:
-        cache.clear()
-    vocabs = list({id(doc.vocab): doc.vocab for doc in docs}.values())
-    words = []
-    for key in keys.tolist():
-        symbols = cache.get(key)
-        if symbols is None:
-            symbols = cache[key] = _symbols(_text_of(key, vocabs).encode("utf8"), max_bytes)
-        words.append(symbols)
+    words, inverse = per_distinct_word(docs, cache, lambda word: _symbols(word.encode("utf8"), max_bytes))
+    if not words:
+        return numpy.zeros((0,), dtype="int32"), numpy.zeros((0,), dtype="int32"), inverse
     lengths = numpy.asarray([len(w) for w in words], dtype="int32")
-    return numpy.concatenate(words), lengths, inverse.reshape(-1)
+    return numpy.concatenate(words), lengths, inverse
 
 
 def _symbols(word: bytes, max_bytes: int) -> numpy.ndarray:

@@ -17,7 +17,7 @@ that share a byte at a position, only the last one's gradient reaches the
 table, as numpy's `table[index] += values` does with repeated indices) and
 the true sum over every token (`exact_gradient=True`).
 """
-from typing import Callable, Dict, List, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Sequence, Tuple, TypeVar, Union
 
 import numpy
 from spacy.attrs import ORTH
@@ -26,6 +26,8 @@ from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 from thinc.api import Model
 from thinc.types import Floats2d, Ints2d
+
+T = TypeVar("T")
 
 # ORTH key -> the word's bytes in the order 0, -1, 1, -2, ... (255-padded), per nC.
 _UTF8_ENDS: Dict[int, Dict[int, bytes]] = {}
@@ -58,22 +60,35 @@ def utf8_ends(docs: Sequence[Union[Doc, Span]], nC: int) -> numpy.ndarray:
     """`Doc.to_utf8_array(nr_char=nC)` of every token of the docs, stacked:
     shape (n_tokens, nC), uint8, each word's bytes taken alternately from its
     start and its end (0, -1, 1, -2, ...), 255 where the word is shorter."""
-    orths = [_to_array(doc, [ORTH]).reshape(-1) for doc in docs]
-    if not orths:
-        return numpy.zeros((0, nC), dtype="uint8")
-    keys, inverse = numpy.unique(numpy.concatenate(orths).astype("uint64"), return_inverse=True)
     cache = _UTF8_ENDS.setdefault(nC, {})
+    rows, inverse = per_distinct_word(docs, cache, lambda word: _ends_first(word.encode("utf8"), nC))
+    table = numpy.frombuffer(b"".join(rows), dtype="uint8").reshape(len(rows), nC)
+    return table[inverse]
+
+
+def per_distinct_word(
+    docs: Sequence[Union[Doc, Span]], cache: Dict[int, T], convert: Callable[[str], T]
+) -> Tuple[List[T], numpy.ndarray]:
+    """`convert` of each distinct word (ORTH) of the docs, computed once per
+    process: `cache` keeps it by ORTH key (and starts again when large).
+
+    RETURNS (Tuple[List[T], numpy.ndarray]): the values of the distinct words,
+        and for every token of the docs the index of its word among them.
+    """
+    orths = [_to_array(doc, [ORTH]).reshape(-1) for doc in docs]
+    if not sum(len(o) for o in orths):
+        return [], numpy.zeros((0,), dtype="int64")
+    keys, inverse = numpy.unique(numpy.concatenate(orths).astype("uint64"), return_inverse=True)
     if len(cache) > _MAX_CACHED_WORDS:
         cache.clear()
     vocabs = list({id(doc.vocab): doc.vocab for doc in docs}.values())
-    rows = []
+    values = []
     for key in keys.tolist():
-        row = cache.get(key)
-        if row is None:
-            row = cache[key] = _ends_first(_text_of(key, vocabs).encode("utf8"), nC)
-        rows.append(row)
-    table = numpy.frombuffer(b"".join(rows), dtype="uint8").reshape(len(keys), nC)
-    return table[inverse.reshape(-1)]
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = convert(_text_of(key, vocabs))
+        values.append(value)
+    return values, inverse.reshape(-1)
 
 
 def _text_of(key: int, vocabs: List[Vocab]) -> str:
