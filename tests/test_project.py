@@ -170,3 +170,21 @@ def test_results_table_names_ablations_by_their_overrides(tmp_path):
     ).stdout.splitlines()
     assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` | 94.63 | - | 10.0 min | - |"
     assert table[3] == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
+
+
+@pytest.mark.slow
+def test_accuracy_scripts_on_the_trained_model(project):
+    """paired_test.py and accuracy_by_frequency.py read the same model and data."""
+    model, train, dev = "training/cpu/model-best", "corpus/en_ewt-ud-train.spacy", "corpus/en_ewt-ud-dev.spacy"
+    scores = json.loads((project / "metrics" / "cpu.json").read_text())
+    paired = json.loads(run([sys.executable, "scripts/paired_test.py", model, model, dev], cwd=project).stdout)
+    assert paired["tokens"] == 28 and paired["only_a_right"] == paired["only_b_right"] == 0
+    assert paired["acc_a"] == pytest.approx(100 * scores["tag_acc"], abs=0.01)
+    command = [sys.executable, "scripts/accuracy_by_frequency.py", model, train, dev, "--top", "100"]
+    by_count = json.loads(run(command, cwd=project).stdout)
+    buckets = by_count["by_training_count"]
+    # the dev sentences are training sentences: each word was seen 8 or 16 times
+    assert buckets["unseen"]["share"] == buckets["once"]["share"] == 0
+    assert buckets["2-9"]["share"] + buckets["10+"]["share"] == 100 and by_count["tokens"] == 28
+    assert by_count["accuracy"] == pytest.approx(paired["acc_a"], abs=0.01)
+    assert sum(by_count["confusions"].values()) == buckets["2-9"]["errors"] + buckets["10+"]["errors"]

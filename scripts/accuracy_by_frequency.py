@@ -1,0 +1,69 @@
+"""Where a tagger's errors are: accuracy by how often each word was seen in training.
+
+    python scripts/accuracy_by_frequency.py training/cpu/model-best \
+        corpus/en_ewt-ud-train.spacy corpus/en_ewt-ud-dev.spacy [--attr tag_] [--top 10]
+
+Tags the dev sentences on their gold tokens (one sentence per doc, as
+`spacy evaluate --gold-preproc` does) and prints, as JSON, the share of dev
+tokens, the accuracy and the error count for words never seen in the training
+data, seen once, 2-9 times and 10 or more times, and the most frequent
+(gold, predicted) confusions.
+"""
+import argparse
+import collections
+import json
+
+import spacy
+from spacy.tokens import Doc, DocBin
+
+BUCKETS = [("unseen", 0, 0), ("once", 1, 1), ("2-9", 2, 9), ("10+", 10, None)]
+
+
+def bucket_of(count: int) -> str:
+    return next(name for name, low, high in BUCKETS if count >= low and (high is None or count <= high))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("train")
+    parser.add_argument("dev")
+    parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
+    parser.add_argument("--top", type=int, default=10, help="confusions to list")
+    args = parser.parse_args()
+    blank = spacy.blank("en")
+    counts = collections.Counter(t.text for doc in DocBin().from_disk(args.train).get_docs(blank.vocab) for t in doc)
+    gold = [sent.as_doc() for doc in DocBin().from_disk(args.dev).get_docs(blank.vocab) for sent in doc.sents]
+    nlp = spacy.load(args.model)
+    predicted = nlp.pipe(Doc(nlp.vocab, words=[t.text for t in doc]) for doc in gold)
+    right, total = collections.Counter(), collections.Counter()
+    confusions = collections.Counter()
+    for gold_doc, doc in zip(gold, predicted):
+        for g, p in zip(gold_doc, doc):
+            bucket = bucket_of(counts[g.text])
+            total[bucket] += 1
+            if getattr(g, args.attr) == getattr(p, args.attr):
+                right[bucket] += 1
+            else:
+                confusions[f"{getattr(g, args.attr)} -> {getattr(p, args.attr)}"] += 1
+    n_tokens = sum(total.values())
+    result = {
+        "model": args.model,
+        "attr": args.attr,
+        "tokens": n_tokens,
+        "accuracy": round(100 * sum(right.values()) / max(n_tokens, 1), 2),
+        "by_training_count": {
+            name: {
+                "share": round(100 * total[name] / max(n_tokens, 1), 1),
+                "accuracy": round(100 * right[name] / max(total[name], 1), 2),
+                "errors": total[name] - right[name],
+            }
+            for name, _, _ in BUCKETS
+        },
+        "confusions": dict(confusions.most_common(args.top)),
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
