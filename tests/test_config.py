@@ -41,3 +41,12 @@ def test_spacy_train_with_cpu_config(tmp_path):
         "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy")
     )
     assert "TAG" in output
+
+
+def test_the_factory_default_is_the_network_of_cpu_cfg():
+    """`nlp.add_pipe("crf_tagger")` gets the shipped CPU config's network."""
+    from spacy_crf.tagger import DEFAULT_CRF_TAGGER_MODEL
+
+    shipped = Config().from_disk(CONFIGS / "cpu.cfg", interpolate=False)["components"]["crf_tagger"]["model"]
+    shipped = {key: value for key, value in shipped.items() if key != "nO"}
+    assert shipped == DEFAULT_CRF_TAGGER_MODEL
