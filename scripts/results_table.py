@@ -25,10 +25,16 @@ NAMES = {
     "softmax": "crf_tagger softmax ablation",
     "transformer": "crf_tagger + transformer",
     "transformer_case": "crf_tagger + transformer + case features",
+    "transformer_case_1500": "crf_tagger + transformer + case features, 1,500-step schedule",
     "ner_transformer": "crf_tagger NER + transformer + case features",
     "cpu_depth2": "crf_tagger, CPU config, 2 BiLSTM layers",
     "cpu_bytes16": "crf_tagger, CPU config, 16 bytes a word",
     "cpu_v3": "crf_tagger, CPU config, byte table with every token's gradient",
+    "cpu_char_wd25": "crf_tagger, CPU config + character CNN, word dropout 0.25",
+    "cpu_wd25": "crf_tagger, CPU config, word dropout 0.25",
+    "cpu_wd40": "crf_tagger, CPU config, word dropout 0.4",
+    "cpu_pos_wd25": "crf_tagger, CPU config, UPOS, word dropout 0.25",
+    "cpu_joint_wd25": "crf_tagger, CPU config, joint XPOS+UPOS, word dropout 0.25",
 }
 
 
@@ -67,9 +73,9 @@ def main(metrics_dir: str) -> None:
 
     def train_time(config):
         time_path = root / "training" / config / "train_time.json"
-        if not time_path.exists():
-            return "-"
-        return f"{json.loads(time_path.read_text())['train_seconds'] / 60:.1f} min"
+        seconds = json.loads(time_path.read_text()).get("train_seconds") if time_path.exists() else None
+        # a run cut short (no wall time recorded) keeps its command and shows "-"
+        return "-" if seconds is None else f"{seconds / 60:.1f} min"
 
     print("| pipeline | config | tag_acc | pos_acc | train time | words/s |")
     print("|---|---|---|---|---|---|")

@@ -44,7 +44,7 @@ nM = 16
 nC = 8
 include_static_vectors = false
 min_count = 2
-word_dropout = 0.05
+word_dropout = 0.25
 """
 DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
 
