@@ -5,7 +5,10 @@
 Reads metrics/<name>.json (spacy evaluate), metrics/<name>-speed.json
 (benchmarks/pipeline_speed.py) and training/<name>/train_time.json. A name
 without its own configs/<name>.cfg is an ablation: its config column is the
-config and the overrides of the `spacy train` command in train_time.json.
+config of the `spacy train` command in train_time.json. After the config come
+the settings the run used that the config file does not have today: its
+overrides, and what changed in the file since (read from the config spaCy saved
+in training/<name>/model-best; without one, the command's overrides).
 """
 import json
 import sys
@@ -26,6 +29,7 @@ NAMES = {
     "transformer": "crf_tagger + transformer",
     "transformer_case": "crf_tagger + transformer + case features",
     "transformer_case_1500": "crf_tagger + transformer + case features, 1,500-step schedule",
+    "transformer_case_lstm": "crf_tagger + transformer + case features + BiLSTM",
     "ner_transformer": "crf_tagger NER + transformer + case features",
     "cpu_depth2": "crf_tagger, CPU config, 2 BiLSTM layers",
     "cpu_bytes16": "crf_tagger, CPU config, 16 bytes a word",
@@ -33,6 +37,7 @@ NAMES = {
     "cpu_char_wd25": "crf_tagger, CPU config + character CNN, word dropout 0.25",
     "cpu_wd25": "crf_tagger, CPU config, word dropout 0.25",
     "cpu_wd40": "crf_tagger, CPU config, word dropout 0.4",
+    "cpu_wd25_12k": "crf_tagger, CPU config, word dropout 0.25, 12,000 steps",
     "cpu_pos_wd25": "crf_tagger, CPU config, UPOS, word dropout 0.25",
     "cpu_joint_wd25": "crf_tagger, CPU config, joint XPOS+UPOS, word dropout 0.25",
 }
@@ -40,11 +45,22 @@ NAMES = {
 
 def config_of(root: Path, name: str) -> str:
     """`configs/<name>.cfg` (or, for an ablation, the config its training
-    command used) and the overrides of that command, from train_time.json."""
+    command used) and the settings of the run that differ from that file."""
     time_path = root / "training" / name / "train_time.json"
     command = json.loads(time_path.read_text())["command"] if time_path.exists() else []
     config = f"configs/{name}.cfg" if (root / "configs" / f"{name}.cfg").exists() else None
     config = config or next((arg for arg in command if arg.endswith(".cfg")), "?")
+    saved = root / "training" / name / "model-best" / "config.cfg"
+    if saved.exists() and (root / config).exists():
+        settings = settings_changed(root / config, saved)
+    else:
+        settings = command_overrides(command)
+    return f"`{config}`" + (" " + ", ".join(settings) if settings else "")
+
+
+def command_overrides(command: list) -> list:
+    """`setting = value` for each `--section.setting value` of a command (paths
+    and the output folder left out)."""
     overrides, i = [], 0
     while i < len(command):
         if command[i].startswith("--") and not command[i].startswith(("--paths.", "--output", "--gpu-id")):
@@ -53,7 +69,30 @@ def config_of(root: Path, name: str) -> str:
             i += 2
         else:
             i += 1
-    return f"`{config}`" + (" " + ", ".join(overrides) if overrides else "")
+    return overrides
+
+
+def settings_changed(config: Path, saved: Path) -> list:
+    """`setting = value` for each setting of the run's saved config that the
+    config file has with another value, or not at all ([paths] left out)."""
+    from thinc.api import Config
+
+    def flat(section: dict, prefix: str = "") -> dict:
+        items = {}
+        for key, value in section.items():
+            if isinstance(value, dict):
+                items.update(flat(value, f"{prefix}{key}."))
+            else:
+                items[prefix + key] = value
+        return items
+
+    today = flat(Config().from_disk(config, interpolate=False))
+    run = flat(Config().from_disk(saved, interpolate=False))
+    return [
+        f"{key.split('.')[-1]} = {value}"
+        for key, value in run.items()
+        if not key.startswith("paths.") and today.get(key, object()) != value
+    ]
 
 
 def percent(value):

@@ -172,6 +172,30 @@ def test_results_table_names_ablations_by_their_overrides(tmp_path):
     assert table[3] == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
 
 
+
+def test_results_table_gives_the_settings_a_run_used(tmp_path):
+    """A run trained before its config file changed, or with overrides, is
+    shown with the settings of the config spaCy saved beside its model."""
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "cpu.cfg").write_text(
+        "[paths]\ntrain = null\n\n[model]\nword_dropout = 0.25\ndepth = 1\n"
+    )
+    for name, saved in [("cpu", "word_dropout = 0.05\ndepth = 1"), ("cpu_deep", "word_dropout = 0.25\ndepth = 2")]:
+        (tmp_path / "training" / name / "model-best").mkdir(parents=True)
+        (tmp_path / "training" / name / "model-best" / "config.cfg").write_text(
+            f"[paths]\ntrain = \"t.spacy\"\n\n[model]\n{saved}\n"
+        )
+        command = ["python", "-m", "spacy", "train", "configs/cpu.cfg", "--output", f"training/{name}"]
+        (tmp_path / "training" / name / "train_time.json").write_text(json.dumps({"train_seconds": None, "command": command}))
+        (tmp_path / "metrics").mkdir(exist_ok=True)
+        (tmp_path / "metrics" / f"{name}.json").write_text(json.dumps({"tag_acc": 0.95}))
+    table = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "results_table.py"), str(tmp_path / "metrics")],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` word_dropout = 0.05 | 95.00 | - | - | - |"
+    assert table[3] == "| cpu_deep | `configs/cpu.cfg` depth = 2 | 95.00 | - | - | - |"
+
 @pytest.mark.slow
 def test_accuracy_scripts_on_the_trained_model(project):
     """paired_test.py and accuracy_by_frequency.py read the same model and data."""
