@@ -14,7 +14,9 @@ import collections
 import json
 
 import spacy
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import DocBin
+
+from paired_test import gold_sentences, tag_gold_tokens
 
 BUCKETS = [("unseen", 0, 0), ("once", 1, 1), ("2-9", 2, 9), ("10+", 10, None)]
 
@@ -33,9 +35,8 @@ def main() -> None:
     args = parser.parse_args()
     blank = spacy.blank("en")
     counts = collections.Counter(t.text for doc in DocBin().from_disk(args.train).get_docs(blank.vocab) for t in doc)
-    gold = [sent.as_doc() for doc in DocBin().from_disk(args.dev).get_docs(blank.vocab) for sent in doc.sents]
-    nlp = spacy.load(args.model)
-    predicted = nlp.pipe(Doc(nlp.vocab, words=[t.text for t in doc]) for doc in gold)
+    gold = gold_sentences(args.dev, blank.vocab)
+    predicted = tag_gold_tokens(args.model, gold)
     right, total = collections.Counter(), collections.Counter()
     confusions = collections.Counter()
     for gold_doc, doc in zip(gold, predicted):

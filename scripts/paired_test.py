@@ -10,14 +10,22 @@ import argparse
 import json
 
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import Doc, DocBin
+
+
+def gold_sentences(corpus_path, vocab):
+    """The corpus' sentences, one doc each, as `spacy evaluate --gold-preproc` reads them."""
+    return [sent.as_doc() for doc in DocBin().from_disk(corpus_path).get_docs(vocab) for sent in doc.sents]
+
+
+def tag_gold_tokens(model_path, gold_docs):
+    """The docs tagged by the pipeline at model_path, on their own tokens."""
+    nlp = spacy.load(model_path)
+    return nlp.pipe(Doc(nlp.vocab, words=[t.text for t in doc]) for doc in gold_docs)
 
 
 def predictions(model_path, gold_docs, attr):
-    nlp = spacy.load(model_path)
-    words = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in doc]) for doc in gold_docs]
-    tagged = nlp.pipe(words)
-    return [getattr(token, attr) for doc in tagged for token in doc]
+    return [getattr(token, attr) for doc in tag_gold_tokens(model_path, gold_docs) for token in doc]
 
 
 def main():
@@ -27,11 +35,7 @@ def main():
     parser.add_argument("dev")
     parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
     args = parser.parse_args()
-    nlp = spacy.blank("en")
-    # one sentence per doc, as `spacy evaluate --gold-preproc` does
-    gold_docs = [
-        sent.as_doc() for doc in DocBin().from_disk(args.dev).get_docs(nlp.vocab) for sent in doc.sents
-    ]
+    gold_docs = gold_sentences(args.dev, spacy.blank("en").vocab)
     gold = [getattr(token, args.attr) for doc in gold_docs for token in doc]
     a = predictions(args.model_a, gold_docs, args.attr)
     b = predictions(args.model_b, gold_docs, args.attr)

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from thinc.api import Config
+
 NAMES = {
     "ner": "crf_tagger NER (BILUO constraints)",
     "ner_baseline": "spaCy ner (efficiency CNN)",
@@ -75,17 +77,6 @@ def command_overrides(command: list) -> list:
 def settings_changed(config: Path, saved: Path) -> list:
     """`setting = value` for each setting of the run's saved config that the
     config file has with another value, or not at all ([paths] left out)."""
-    from thinc.api import Config
-
-    def flat(section: dict, prefix: str = "") -> dict:
-        items = {}
-        for key, value in section.items():
-            if isinstance(value, dict):
-                items.update(flat(value, f"{prefix}{key}."))
-            else:
-                items[prefix + key] = value
-        return items
-
     today = flat(Config().from_disk(config, interpolate=False))
     run = flat(Config().from_disk(saved, interpolate=False))
     return [
@@ -93,6 +84,17 @@ def settings_changed(config: Path, saved: Path) -> list:
         for key, value in run.items()
         if not key.startswith("paths.") and today.get(key, object()) != value
     ]
+
+
+def flat(section: dict, prefix: str = "") -> dict:
+    """A nested config section as {"section.sub.setting": value}."""
+    items = {}
+    for key, value in section.items():
+        if isinstance(value, dict):
+            items.update(flat(value, f"{prefix}{key}."))
+        else:
+            items[prefix + key] = value
+    return items
 
 
 def percent(value):

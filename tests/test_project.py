@@ -151,6 +151,11 @@ def test_tag_ray_tags_the_dev_corpus(project):
     assert all(len(row["tags"]) == len(row["tokens"]) > 0 for row in rows)
 
 
+def results_table(root):
+    """The lines results_table.py prints for root/metrics."""
+    return run([sys.executable, str(ROOT / "scripts" / "results_table.py"), str(root / "metrics")], cwd=root).stdout.splitlines()
+
+
 def test_results_table_names_ablations_by_their_overrides(tmp_path):
     """A metrics file without its own config is an ablation: the table gives
     the config and the overrides of the `spacy train` command that made it."""
@@ -164,13 +169,9 @@ def test_results_table_names_ablations_by_their_overrides(tmp_path):
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "cpu.json").write_text(json.dumps({"tag_acc": 0.9463}))
     (tmp_path / "metrics" / "cpu_depth2.json").write_text(json.dumps({"tag_acc": 0.947}))
-    table = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "results_table.py"), str(tmp_path / "metrics")],
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()
+    table = results_table(tmp_path)
     assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` | 94.63 | - | 10.0 min | - |"
     assert table[3] == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
-
 
 
 def test_results_table_gives_the_settings_a_run_used(tmp_path):
@@ -189,12 +190,10 @@ def test_results_table_gives_the_settings_a_run_used(tmp_path):
         (tmp_path / "training" / name / "train_time.json").write_text(json.dumps({"train_seconds": None, "command": command}))
         (tmp_path / "metrics").mkdir(exist_ok=True)
         (tmp_path / "metrics" / f"{name}.json").write_text(json.dumps({"tag_acc": 0.95}))
-    table = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "results_table.py"), str(tmp_path / "metrics")],
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()
+    table = results_table(tmp_path)
     assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` word_dropout = 0.05 | 95.00 | - | - | - |"
     assert table[3] == "| cpu_deep | `configs/cpu.cfg` depth = 2 | 95.00 | - | - | - |"
+
 
 @pytest.mark.slow
 def test_accuracy_scripts_on_the_trained_model(project):
