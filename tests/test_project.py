@@ -211,3 +211,37 @@ def test_accuracy_scripts_on_the_trained_model(project):
     assert buckets["2-9"]["share"] + buckets["10+"]["share"] == 100 and by_count["tokens"] == 28
     assert by_count["accuracy"] == pytest.approx(paired["acc_a"], abs=0.01)
     assert sum(by_count["confusions"].values()) == buckets["2-9"]["errors"] + buckets["10+"]["errors"]
+    command = [sys.executable, "scripts/decoding_ablation.py", model, train, dev, "--min-counts", "1", "100"]
+    decoding = json.loads(run(command, cwd=project).stdout)
+    assert decoding["tokens"] == 28 and decoding["viterbi"] == paired["acc_a"]
+    # no word was seen 100 times: that dictionary changes nothing
+    assert decoding["dictionary_100"] == decoding["viterbi"]
+    assert 0 <= decoding["marginal"] <= 100 and 0 <= decoding["dictionary_1"] <= 100
+
+
+def test_tag_dictionary_replaces_only_tags_a_frequent_word_never_had():
+    """decoding_ablation.py's tag dictionary: a word seen min_count+ times keeps
+    a tag it was seen with, else takes its most probable tag among those."""
+    import collections
+
+    import numpy
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from decoding_ablation import restrict_to_dictionary
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    labels = ["DT", "NN", "VB", "NNP"]
+    dictionary = {"the": collections.Counter(DT=5), "run": collections.Counter(NN=2, VB=3), "Zed": collections.Counter(NNP=1)}
+    marginals = numpy.array([
+        [0.1, 0.6, 0.2, 0.1],  # "the": Viterbi NN, never seen -> DT, its only tag
+        [0.0, 0.3, 0.1, 0.6],  # "run": Viterbi NNP, never seen -> NN (0.3 beats VB's 0.1)
+        [0.0, 0.9, 0.0, 0.1],  # "Zed": seen once, below min_count: kept
+        [0.0, 0.5, 0.5, 0.0],  # unseen word: kept
+        [0.0, 0.2, 0.8, 0.0],  # "run" with a tag it had: kept
+    ])
+    words = ["the", "run", "Zed", "blorp", "run"]
+    viterbi = ["NN", "NNP", "NN", "VB", "VB"]
+    assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 2) == ["DT", "NN", "NN", "VB", "VB"]
+    assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 1)[2] == "NNP"
+    assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 10) == viterbi
