@@ -79,7 +79,10 @@ def test_timed_script_runs_python_with_its_own_interpreter(tmp_path):
     result = run([sys.executable, str(ROOT / "scripts" / "timed.py"), str(out), "--", "python", "-c", code],
                  cwd=tmp_path, env=unactivated_env())
     assert result.stdout.splitlines()[0] == sys.executable
-    assert json.loads(out.read_text())["train_seconds"] >= 0
+    record = json.loads(out.read_text())
+    assert record["train_seconds"] >= 0
+    # the child imported spaCy: tens of MiB at least
+    assert record["max_rss_mb"] > 10
 
 
 @pytest.mark.slow
