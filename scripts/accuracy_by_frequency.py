@@ -25,12 +25,18 @@ def bucket_of(count: int) -> str:
     return next(name for name, low, high in BUCKETS if count >= low and (high is None or count <= high))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def model_train_dev_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a script that scores a model against its training and dev data."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("train")
     parser.add_argument("dev")
     parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
+    return parser
+
+
+def main() -> None:
+    parser = model_train_dev_parser(__doc__)
     parser.add_argument("--top", type=int, default=10, help="confusions to list")
     args = parser.parse_args()
     blank = spacy.blank("en")

@@ -15,7 +15,6 @@ Tags the dev sentences on their gold tokens (one sentence per doc, as
 For a single-target tagger (`target = "tag"` or `"pos"`) of a pipeline's
 "crf_tagger" component.
 """
-import argparse
 import collections
 import json
 from typing import Dict, List, Sequence, Set
@@ -24,6 +23,7 @@ import numpy
 import spacy
 from spacy.tokens import Doc, DocBin
 
+from accuracy_by_frequency import model_train_dev_parser
 from paired_test import gold_sentences
 
 
@@ -55,11 +55,7 @@ def restrict_to_dictionary(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model")
-    parser.add_argument("train")
-    parser.add_argument("dev")
-    parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
+    parser = model_train_dev_parser(__doc__)
     parser.add_argument("--min-counts", type=int, nargs="+", default=[1, 2, 5, 10, 20])
     args = parser.parse_args()
     nlp = spacy.load(args.model)
