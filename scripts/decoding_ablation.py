@@ -17,7 +17,7 @@ For a single-target tagger (`target = "tag"` or `"pos"`) of a pipeline's
 """
 import collections
 import json
-from typing import Dict, List, Sequence, Set
+from typing import Dict, Iterable, List, Sequence, Set
 
 import numpy
 import spacy
@@ -27,7 +27,7 @@ from accuracy_by_frequency import model_train_dev_parser
 from paired_test import gold_sentences
 
 
-def tag_dictionary(docs: Sequence[Doc], attr: str) -> Dict[str, collections.Counter]:
+def tag_dictionary(docs: Iterable[Doc], attr: str) -> Dict[str, collections.Counter]:
     """word -> Counter of the tags it has in docs."""
     tags: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for doc in docs:
@@ -60,11 +60,12 @@ def main() -> None:
     args = parser.parse_args()
     nlp = spacy.load(args.model)
     tagger = nlp.get_pipe("crf_tagger")
-    dictionary = tag_dictionary(list(DocBin().from_disk(args.train).get_docs(nlp.vocab)), args.attr)
+    dictionary = tag_dictionary(DocBin().from_disk(args.train).get_docs(nlp.vocab), args.attr)
     gold = gold_sentences(args.dev, nlp.vocab)
     words = [[token.text for token in doc] for doc in gold]
-    tagged = list(nlp.pipe(Doc(nlp.vocab, words=w) for w in words))
-    marginals = tagger.marginals([Doc(nlp.vocab, words=w) for w in words])
+    docs = [Doc(nlp.vocab, words=w) for w in words]
+    marginals = tagger.marginals(docs)  # reads the docs, sets nothing
+    tagged = list(nlp.pipe(docs))
     labels = tagger.labels
     gold_tags = [[getattr(token, args.attr) for token in doc] for doc in gold]
     viterbi = [[getattr(token, args.attr) for token in doc] for doc in tagged]

@@ -45,9 +45,7 @@ NAMES = {
     "cpu_seed1": "crf_tagger, CPU config, seed 1",
     "cpu_seed2": "crf_tagger, CPU config, seed 2",
     "cpu_wd05_seed1": "crf_tagger, CPU config, word dropout 0.05, seed 1",
-    "cpu_wd05_seed2": "crf_tagger, CPU config, word dropout 0.05, seed 2",
     "transformer_case_seed1": "crf_tagger + transformer + case features, seed 1",
-    "transformer_case_drop20": "crf_tagger + transformer + case features, encoder dropout 0.2",
 }
 
 
