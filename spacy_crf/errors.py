@@ -87,3 +87,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "than tensors, and loading them could run code ({reason}). Load models "
         "only from sources you trust; this file was not loaded."
     )
+    E018 = (
+        "Component '{name}' was given threads={threads}: expected 0 (auto: one "
+        "thread unless the process chose a count itself) or a positive number "
+        "of CPU threads for its torch work."
+    )

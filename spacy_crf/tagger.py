@@ -3,6 +3,7 @@ token.pos_ or doc.ents. spaCy glue only: the model (spacy_crf.ml) turns docs
 into CRF scores and decodes them; the target (spacy_crf.targets) says what the
 labels mean."""
 import copy
+import functools
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
@@ -19,9 +20,10 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .constraints import SCHEMES, allowed_transitions
 from .errors import Errors, UnsafeModelError
-from .ml import CRFBatch, count_known_words, crf_batch_loss, merge_nbest, set_constraints, torch_network
+from .ml import CRFBatch, DocScores, count_known_words, crf_batch_loss, set_constraints, torch_network
 from .scorers import crf_tagger_score
 from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, Target, gold_ids
+from .threads import torch_threads
 
 # The factory's default: the network of configs/cpu.cfg, the most accurate
 # CPU network shipped and faster than spaCy's tagger in nlp.pipe.
@@ -51,8 +53,7 @@ DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
 if not Token.has_extension("crf_confidence"):
     Token.set_extension("crf_confidence", default=None)
 
-T = TypeVar("T")
-Ranked = Tuple[Tuple[int, ...], float]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CRFPrediction(NamedTuple):
@@ -77,6 +78,7 @@ class CRFPrediction(NamedTuple):
         "window": 8192,
         "store_confidence": False,
         "constraints": "auto",
+        "threads": 0,
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
     },
     default_score_weights={
@@ -97,6 +99,7 @@ def make_crf_tagger(
     window: int,
     store_confidence: bool,
     constraints: str,
+    threads: int,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
     """Create a CRFTagger.
@@ -117,6 +120,11 @@ def make_crf_tagger(
     constraints (str): "none", or a tag scheme ("BIO"/"IOB2", "BILUO",
         "IOBES") whose invalid transitions get probability exactly 0; "auto"
         is "BILUO" for target "ents" and "none" otherwise.
+    threads (int): CPU threads of the component's torch work; 0 (auto) is
+        one thread unless the process chose a count itself (OMP_NUM_THREADS,
+        MKL_NUM_THREADS or torch.set_num_threads), which is then kept. The
+        count is set for the component's own calls and restored after them
+        (see spacy_crf.threads).
     scorer (Optional[Callable]): scores tag_acc, pos_acc or ents_p/r/f, to match target.
     """
     return CRFTagger(
@@ -128,8 +136,21 @@ def make_crf_tagger(
         window=window,
         store_confidence=store_confidence,
         constraints=constraints,
+        threads=threads,
         scorer=scorer,
     )
+
+
+def _in_torch_threads(method: F) -> F:
+    """Run a CRFTagger method with the torch thread count of its `threads`
+    setting, restoring the process's count afterwards."""
+
+    @functools.wraps(method)
+    def wrapped(self: "CRFTagger", *args: Any, **kwargs: Any) -> Any:
+        with torch_threads(self.threads):
+            return method(self, *args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]
 
 
 class CRFTagger(TrainablePipe):
@@ -150,6 +171,7 @@ class CRFTagger(TrainablePipe):
         window: int = 8192,
         store_confidence: bool = False,
         constraints: str = "auto",
+        threads: int = 0,
         scorer: Optional[Callable] = crf_tagger_score,
     ) -> None:
         """Initialize a CRF tagger (see `make_crf_tagger` for the settings)."""
@@ -159,10 +181,14 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E014.format(scheme=constraints, options=list(SCHEMES) + ["auto"]))
         if target == "ents" and constraints not in ENTITY_SCHEMES + ("auto",):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+            raise ValueError(Errors.E018.format(name=name, threads=threads))
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
+        # a runtime setting (in the pipeline's config.cfg, not in self.cfg)
+        self.threads = threads
         cfg: Dict[str, Any] = {
             "labels": [],
             "target": target,
@@ -223,6 +249,7 @@ class CRFTagger(TrainablePipe):
         self.vocab.strings.add(label)
         return 1
 
+    @_in_torch_threads
     def initialize(
         self,
         get_examples: Callable[[], Iterable[Example]],
@@ -269,21 +296,21 @@ class CRFTagger(TrainablePipe):
 
     # Prediction: predict() returns everything set_annotations() writes.
 
+    @_in_torch_threads
     def predict(self, docs: Iterable[Doc]) -> CRFPrediction:
         """Viterbi-decode a batch of docs, without modifying them.
 
-        Docs longer than the `window` setting are tagged window by window (so
+        Docs longer than the `window` setting are read window by window (so
         memory stays bounded); the others are decoded together in one batch.
 
         docs (Iterable[Doc]): the docs.
         RETURNS (CRFPrediction): label ids per doc, and with store_confidence
             their marginal probabilities.
         """
-        docs = list(docs)
-        if not self.cfg.get("store_confidence"):
-            return CRFPrediction(self._by_window(docs, self._decode, numpy.concatenate))
-        pairs = self._by_window(docs, self._decode_with_confidence, _concatenate_pairs)
-        return CRFPrediction([ids for ids, _ in pairs], [conf for _, conf in pairs])
+        scores = self._scores(docs)
+        if self.cfg.get("store_confidence"):
+            return CRFPrediction(*scores.decode_with_confidence())
+        return CRFPrediction(scores.decode())
 
     def set_annotations(self, docs: Iterable[Doc], prediction: Union[CRFPrediction, List[numpy.ndarray]]) -> None:
         """Write the predicted labels (and confidences) to the docs.
@@ -306,6 +333,7 @@ class CRFTagger(TrainablePipe):
                 for token, confidence in zip(doc, confidences.tolist()):
                     token._.crf_confidence = confidence
 
+    @_in_torch_threads
     def marginals(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
         """Exact marginal probability of every label at every token
         (forward-backward over the CRF), batched like `predict`.
@@ -314,8 +342,9 @@ class CRFTagger(TrainablePipe):
         RETURNS (List[numpy.ndarray]): one (n_tokens, n_labels) float array per
             doc, columns in `labels` order, rows summing to 1.
         """
-        return self._by_window(list(docs), self._marginals, numpy.concatenate)
+        return self._scores(docs).marginals()
 
+    @_in_torch_threads
     def nbest(self, docs: Iterable[Doc], k: int) -> List[List[Tuple[List[str], float]]]:
         """The k most probable tag sequences of each doc (exact k-best Viterbi).
 
@@ -324,58 +353,18 @@ class CRFTagger(TrainablePipe):
         RETURNS (List[List[Tuple[List[str], float]]]): per doc, up to k
             (tags, log probability) pairs in descending order; one tag per token.
         """
-        per_doc = self._by_window(
-            list(docs), lambda batch: self._nbest(batch, k), lambda parts: merge_nbest(parts, k)
-        )
+        per_doc = self._scores(docs).nbest(k)
         return [[([self.labels[i] for i in ids], score) for ids, score in ranked] for ranked in per_doc]
 
-    def _decode(self, docs: List[Doc]) -> List[numpy.ndarray]:
-        batch = self._model_output(docs)
-        return [numpy.zeros((0,), dtype="int64") for _ in docs] if batch is None else batch.decode()
-
-    def _decode_with_confidence(self, docs: List[Doc]) -> List[Tuple[numpy.ndarray, numpy.ndarray]]:
-        batch = self._model_output(docs)
-        if batch is None:
-            return [(numpy.zeros((0,), dtype="int64"), numpy.zeros((0,))) for _ in docs]
-        return list(zip(*batch.decode_with_confidence()))
-
-    def _marginals(self, docs: List[Doc]) -> List[numpy.ndarray]:
-        batch = self._model_output(docs)
-        if batch is None:
-            return [numpy.zeros((0, len(self.labels)), dtype="float32") for _ in docs]
-        return batch.marginals()
-
-    def _nbest(self, docs: List[Doc], k: int) -> List[List[Ranked]]:
-        batch = self._model_output(docs)
-        return [[((), 0.0)] for _ in docs] if batch is None else batch.nbest(k)
-
-    def _model_output(self, docs: List[Doc]) -> Optional[CRFBatch]:
-        """The model's scores for the docs; None if no doc has a token."""
+    def _scores(self, docs: Iterable[Doc]) -> DocScores:
+        """The model's scores for the docs, long docs window by window."""
         if torch_network(self.model) is None:
             raise ValueError(Errors.E009.format(name=self.name))
-        if not any(len(doc) for doc in docs):
-            return None
-        return self.model.predict(docs)
-
-    def _by_window(
-        self, docs: List[Doc], run: Callable[[List[Doc]], List[T]], join: Callable[[List[T]], T]
-    ) -> List[T]:
-        """`run` on the docs in one batch, and on each long doc's windows one
-        at a time, whose results `join` puts together."""
-        window = self.cfg.get("window") or 0
-        long_ids = {i for i, doc in enumerate(docs) if window and len(doc) > window}
-        if not long_ids:
-            return run(docs)
-        short_ids = [i for i in range(len(docs)) if i not in long_ids]
-        results: Dict[int, T] = dict(zip(short_ids, run([docs[i] for i in short_ids])))
-        for i in long_ids:
-            doc = docs[i]
-            windows = [doc[start : start + window].as_doc() for start in range(0, len(doc), window)]
-            results[i] = join([run([part])[0] for part in windows])
-        return [results[i] for i in range(len(docs))]
+        return DocScores(self.model, list(docs), window=self.cfg.get("window") or 0)
 
     # Training
 
+    @_in_torch_threads
     def update(
         self,
         examples: Iterable[Example],
@@ -408,6 +397,7 @@ class CRFTagger(TrainablePipe):
         losses[self.name] += loss
         return losses
 
+    @_in_torch_threads
     def get_loss(self, examples: Iterable[Example], scores: CRFBatch) -> Tuple[float, CRFBatch]:
         """The CRF negative log-likelihood of the gold labels and its gradient.
 
@@ -518,7 +508,3 @@ class CRFTagger(TrainablePipe):
         for node, dim in ((output_layer, "nI"), (output_layer, "nO"), (self.model, "nO")):
             if node.has_dim(dim) is not False:
                 node.set_dim(dim, None, force=True)
-
-
-def _concatenate_pairs(parts: List[Tuple[numpy.ndarray, numpy.ndarray]]) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    return numpy.concatenate([a for a, _ in parts]), numpy.concatenate([b for _, b in parts])

@@ -4,11 +4,13 @@ calls. The torch maths itself lives in `spacy_crf.nn`."""
 from .bilstm_crf import build_bilstm_crf, crf_shim, set_constraints, torch_network
 from .char_cnn import build_char_cnn
 from .crf_batch import CRFBatch, merge_nbest
+from .doc_scores import DocScores
 from .embed import build_hash_char_embed, build_hash_char_embed_v2, build_hash_char_embed_v4, count_known_words
 from .loss import crf_batch_loss
 
 __all__ = [
     "CRFBatch",
+    "DocScores",
     "build_bilstm_crf",
     "build_char_cnn",
     "build_hash_char_embed",

@@ -124,7 +124,7 @@ def _crf_layer_forward(model: Model, X: List[Floats2d], is_train: bool) -> Tuple
             return d_rows
         return xp.split(xp.concatenate(d_rows), numpy.cumsum(doc_lengths)[:-1].tolist())
 
-    return CRFBatch(scores, doc_lengths, chunk_size), backprop
+    return CRFBatch.from_docs(scores, doc_lengths, chunk_size), backprop
 
 
 def _convert_inputs(

@@ -6,7 +6,7 @@ carries the rows' scores with the doc and chunk lengths, so it alone maps rows
 back to docs: every method returns one host array (or list) per doc, after one
 device-to-host copy per batch.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
 import numpy
@@ -73,23 +73,43 @@ class CRFBatch:
     scores (CRFScores): (rows, T, K) emissions and mask, with the CRF
         parameters; in a gradient, the gradients (None where fixed).
     doc_lengths (List[int]): tokens per doc.
-    chunk_size (int): the longest row; longer docs were cut (0: never).
+    row_lengths (List[int]): tokens per row, the rows of each doc in order
+        (an empty doc has one empty row).
+    rows_per_doc (List[int]): how many rows each doc has.
     """
 
     scores: CRFScores
     doc_lengths: List[int]
-    chunk_size: int
-    rows_per_doc: List[int] = field(init=False)
-    row_lengths: List[int] = field(init=False)
+    row_lengths: List[int]
+    rows_per_doc: List[int]
 
-    def __post_init__(self) -> None:
-        per_doc = [chunk_lengths([n], self.chunk_size) for n in self.doc_lengths]
-        self.rows_per_doc = [len(rows) for rows in per_doc]
-        self.row_lengths = [n for rows in per_doc for n in rows]
+    @classmethod
+    def from_docs(cls, scores: CRFScores, doc_lengths: Sequence[int], chunk_size: int) -> "CRFBatch":
+        """The batch of docs cut by `chunk_lengths(doc_lengths, chunk_size)`."""
+        per_doc = [chunk_lengths([n], chunk_size) for n in doc_lengths]
+        return cls(scores, list(doc_lengths), [n for rows in per_doc for n in rows], [len(rows) for rows in per_doc])
+
+    @classmethod
+    def empty(cls, n_docs: int, n_labels: int, device: torch.device) -> "CRFBatch":
+        """The batch of n_docs docs without a token: one empty row each, and
+        zero scores of the right shapes, so every method works unchanged."""
+        zeros = torch.zeros(n_labels, device=device)
+        scores = CRFScores(
+            torch.zeros(n_docs, 0, n_labels, device=device),
+            torch.zeros(n_docs, 0, dtype=torch.bool, device=device),
+            torch.zeros(n_labels, n_labels, device=device),
+            zeros,
+            zeros.clone(),
+        )
+        return cls(scores, [0] * n_docs, [0] * n_docs, [1] * n_docs)
 
     def like(self, scores: CRFScores) -> "CRFBatch":
         """A batch of other scores (e.g. their gradient) for the same docs."""
-        return CRFBatch(scores, self.doc_lengths, self.chunk_size)
+        return CRFBatch(scores, self.doc_lengths, self.row_lengths, self.rows_per_doc)
+
+    @property
+    def n_labels(self) -> int:
+        return self.scores.emissions.shape[2]
 
     def split(self, grid: numpy.ndarray) -> List[numpy.ndarray]:
         """Rows of a (rows, T, ...) host array, regrouped per doc in token order."""
@@ -117,6 +137,8 @@ class CRFBatch:
 
     def decode_with_confidence(self) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:
         """The Viterbi label ids of each doc and each label's marginal probability."""
+        if self.scores.emissions.shape[1] == 0:
+            return self.decode(), [numpy.zeros((0,)) for _ in self.doc_lengths]
         paths, _ = viterbi_decode(self.scores)
         confidence = marginals(self.scores).gather(2, paths.unsqueeze(2)).squeeze(2)
         both = torch.stack([paths.to(confidence.dtype), confidence], dim=2).double()
@@ -125,6 +147,8 @@ class CRFBatch:
 
     def marginals(self) -> List[numpy.ndarray]:
         """Per doc, the (n_tokens, K) float32 marginal probability of every label."""
+        if self.scores.emissions.shape[1] == 0:
+            return [numpy.zeros((0, self.n_labels), dtype="float32") for _ in self.doc_lengths]
         return self.split(marginals(self.scores).float().cpu().numpy())
 
     def nbest(self, k: int) -> List[List[Ranked]]:

@@ -1,0 +1,92 @@
+"""Prediction over docs of any length: the model's scores, window by window.
+
+Two limits keep long docs in bounded memory, each where it belongs:
+- the window (the component's `window` setting): a doc longer than this is
+  read by the network window by window, each window a doc of its own (the
+  BiLSTM sees no context across a window's edge), so the network's activations
+  never exceed one window;
+- the chunk (the model's `chunk_size`): after the network has read a whole
+  window, its CRF sequence is cut into chunks, the rows of one padded batch
+  (a short time loop, a wide batch), which `CRFBatch` maps back to docs.
+
+`DocScores` is what prediction asks for: the docs' scores, with the
+methods of `CRFBatch` (decode, decode_with_confidence, marginals, nbest)
+answered per doc. The short docs are scored together in one model call; each
+window of a long doc in a call of its own, decoded and dropped before the
+next, and the windows' results are joined per doc (windows are independent
+CRF sequences, like chunks).
+"""
+from typing import Callable, Iterator, List, Sequence, Tuple, TypeVar
+
+import numpy
+from spacy.tokens import Doc
+from thinc.api import Model
+
+from .bilstm_crf import crf_shim
+from .crf_batch import CRFBatch, Ranked, merge_nbest
+
+T = TypeVar("T")
+
+
+class DocScores:
+    """The CRF scores of a batch of docs, for prediction.
+
+    model (Model[List[Doc], CRFBatch]): a built spacy_crf.BiLSTMCRF model.
+    docs (Sequence[Doc]): the docs.
+    window (int): docs longer than this are scored window by window; 0 never
+        splits.
+    """
+
+    def __init__(self, model: Model, docs: Sequence[Doc], window: int = 0) -> None:
+        self.model = model
+        self.docs = list(docs)
+        self.window = window
+
+    def decode(self) -> List[numpy.ndarray]:
+        """Per doc, the Viterbi label ids (int64, one per token)."""
+        return [_concatenate(parts) for parts in self._per_doc(CRFBatch.decode)]
+
+    def decode_with_confidence(self) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:
+        """Per doc, the Viterbi label ids and each one's marginal probability."""
+        pairs = self._per_doc(lambda batch: list(zip(*batch.decode_with_confidence())))
+        ids = [_concatenate([i for i, _ in parts]) for parts in pairs]
+        confidences = [_concatenate([c for _, c in parts]) for parts in pairs]
+        return ids, confidences
+
+    def marginals(self) -> List[numpy.ndarray]:
+        """Per doc, the (n_tokens, K) marginal probability of every label."""
+        return [_concatenate(parts) for parts in self._per_doc(CRFBatch.marginals)]
+
+    def nbest(self, k: int) -> List[List[Ranked]]:
+        """Per doc, its k most probable label paths and their log probabilities."""
+        return [merge_nbest(parts, k) for parts in self._per_doc(lambda batch: batch.nbest(k))]
+
+    def _per_doc(self, method: Callable[[CRFBatch], List[T]]) -> List[List[T]]:
+        """`method` on every scored part; per doc, its parts' results in order."""
+        results: List[List[T]] = [[] for _ in self.docs]
+        for doc_ids, batch in self._parts():
+            for i, result in zip(doc_ids, method(batch)):
+                results[i].append(result)
+        return results
+
+    def _parts(self) -> Iterator[Tuple[List[int], CRFBatch]]:
+        """(which docs, their batch): the short docs together, then each
+        window of each long doc alone, one at a time."""
+        window = self.window
+        short = [i for i, doc in enumerate(self.docs) if not window or len(doc) <= window]
+        if short:
+            yield short, self._score([self.docs[i] for i in short])
+        for i, doc in enumerate(self.docs):
+            if window and len(doc) > window:
+                for start in range(0, len(doc), window):
+                    yield [i], self._score([doc[start : start + window].as_doc()])
+
+    def _score(self, docs: List[Doc]) -> CRFBatch:
+        if not any(len(doc) for doc in docs):
+            n_labels = self.model.get_ref("output_layer").get_dim("nO")
+            return CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
+        return self.model.predict(docs)
+
+
+def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:
+    return parts[0] if len(parts) == 1 else numpy.concatenate(parts)

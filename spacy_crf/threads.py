@@ -1,0 +1,90 @@
+"""How many CPU threads the component's torch work runs on.
+
+torch's default intra-op pool has one OpenMP thread per core, and every
+parallel region waits for all of them. When another process keeps a core busy
+(a second training, a notebook, a test run) the pool waits for a thread that
+is not running, and two OpenMP pools spinning against each other collapse:
+training and `nlp.pipe` become up to 10x slower. The component's batches are
+small, so one thread is as fast when the machine is quiet.
+
+The component therefore runs its torch work inside `torch_threads(setting)`:
+
+    setting > 0   exactly that many threads
+    setting == 0  ("auto", the default) one thread, unless the process chose a
+                  count itself, which is then kept: OMP_NUM_THREADS or
+                  MKL_NUM_THREADS set in the environment, or
+                  torch.set_num_threads(n) called with n other than torch's
+                  own default (one thread per physical core)
+
+torch's thread count is process state (OpenMP's per-thread setting, MKL's
+global one), so the scope sets it on entry and puts back the previous value on
+exit: other torch code in the process runs with the count it had. Pure torch,
+no spaCy.
+"""
+import contextlib
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator, Optional
+
+import torch
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@lru_cache(maxsize=1)
+def torch_default_threads() -> int:
+    """torch's default intra-op thread count: one per physical core (as
+    torch's cpuinfo counts them), or the logical CPU count where the topology
+    is not readable."""
+    cores = set()
+    for topology in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"):
+        try:
+            package = (topology / "physical_package_id").read_text().strip()
+            core = (topology / "core_id").read_text().strip()
+        except OSError:
+            continue
+        cores.add((package, core))
+    return len(cores) or os.cpu_count() or 1
+
+
+def user_chose_threads() -> bool:
+    """Whether the process chose torch's thread count itself: an environment
+    variable, or torch.set_num_threads with a count other than the default."""
+    if any(os.environ.get(name, "").strip() for name in THREAD_ENV_VARS):
+        return True
+    return torch.get_num_threads() != torch_default_threads()
+
+
+def resolve_threads(setting: int) -> Optional[int]:
+    """The thread count for the component's torch work.
+
+    setting (int): the component's `threads` setting; 0 is "auto".
+    RETURNS (Optional[int]): the count to run with, or None to keep torch's
+        current count (the process chose it).
+    """
+    if setting < 0:
+        raise ValueError(f"threads must be 0 (auto) or a positive count, got {setting}")
+    if setting > 0:
+        return setting
+    return None if user_chose_threads() else 1
+
+
+@contextlib.contextmanager
+def torch_threads(setting: int) -> Iterator[int]:
+    """Run the block with the thread count that `setting` resolves to, and
+    restore torch's previous count afterwards.
+
+    setting (int): > 0 exactly that many threads; 0 auto (see the module).
+    YIELDS (int): the thread count in force inside the block.
+    """
+    wanted = resolve_threads(setting)
+    before = torch.get_num_threads()
+    if wanted is None or wanted == before:
+        yield before
+        return
+    torch.set_num_threads(wanted)
+    try:
+        yield wanted
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,117 @@
+"""The component's torch thread count: one thread by default, the process's
+own choice kept, an explicit setting obeyed, and the previous count restored
+after every call."""
+import pytest
+import spacy
+import torch
+from spacy.training import Example
+
+from spacy_crf import CRFTagger
+from spacy_crf.ml import torch_network
+from spacy_crf.threads import resolve_threads, torch_default_threads, torch_threads
+
+TRAIN_DATA = [
+    ("I like green eggs", {"tags": ["N", "V", "J", "N"]}),
+    ("Eat blue ham", {"tags": ["V", "J", "N"]}),
+]
+
+
+@pytest.fixture
+def untouched_process(monkeypatch):
+    """A process that made no thread choice: no environment variable, torch
+    at its default count (restored after the test)."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(torch_default_threads())
+    yield
+    torch.set_num_threads(before)
+
+
+def test_auto_is_one_thread_in_an_untouched_process(untouched_process):
+    assert resolve_threads(0) == 1
+
+
+def test_auto_keeps_an_environment_variable(untouched_process, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert resolve_threads(0) is None
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setenv("MKL_NUM_THREADS", "2")
+    assert resolve_threads(0) is None
+
+
+def test_auto_keeps_torch_set_num_threads(untouched_process):
+    torch.set_num_threads(torch_default_threads() + 1)
+    assert resolve_threads(0) is None
+
+
+def test_explicit_count_wins(untouched_process, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert resolve_threads(3) == 3
+    with pytest.raises(ValueError, match="threads must be 0"):
+        resolve_threads(-1)
+
+
+def test_scope_restores_the_previous_count(untouched_process):
+    default = torch_default_threads()
+    with torch_threads(0) as inside:
+        assert inside == 1 == torch.get_num_threads()
+    assert torch.get_num_threads() == default
+    with torch_threads(default + 1) as inside:
+        assert torch.get_num_threads() == default + 1 == inside
+    assert torch.get_num_threads() == default
+    with pytest.raises(RuntimeError):
+        with torch_threads(2):
+            raise RuntimeError("boom")
+    assert torch.get_num_threads() == default
+
+
+def _tagger_recording_threads(threads=None):
+    nlp = spacy.blank("en")
+    config = {} if threads is None else {"threads": threads}
+    tagger = nlp.add_pipe("crf_tagger", config=config)
+    examples = [Example.from_dict(nlp.make_doc(text), annots) for text, annots in TRAIN_DATA]
+    optimizer = nlp.initialize(lambda: examples)
+    seen = []
+    torch_network(tagger.model).register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    return nlp, tagger, examples, optimizer, seen
+
+
+def test_component_runs_on_one_thread_by_default_and_restores(untouched_process):
+    nlp, tagger, examples, optimizer, seen = _tagger_recording_threads()
+    default = torch_default_threads()
+    nlp.update(examples, sgd=optimizer)
+    list(nlp.pipe(["I like ham", "Eat eggs"]))
+    nlp("blue ham")
+    tagger.marginals([nlp.make_doc("green eggs")])
+    tagger.nbest([nlp.make_doc("green eggs")], k=2)
+    assert seen == [1] * 5
+    assert torch.get_num_threads() == default
+
+
+def test_component_threads_setting(untouched_process):
+    nlp, tagger, examples, optimizer, seen = _tagger_recording_threads(threads=2)
+    assert nlp.config["components"]["crf_tagger"]["threads"] == 2
+    nlp.update(examples, sgd=optimizer)
+    nlp("blue ham")
+    tagger.threads = 3  # a runtime setting, not saved in the component's cfg
+    nlp("blue ham")
+    assert seen == [2, 2, 3]
+    assert "threads" not in tagger.cfg
+
+
+def test_component_keeps_the_process_choice(untouched_process):
+    nlp, tagger, examples, optimizer, seen = _tagger_recording_threads()
+    torch.set_num_threads(torch_default_threads() + 1)
+    nlp("blue ham")
+    assert seen == [torch_default_threads() + 1]
+
+
+def test_invalid_threads_is_a_coded_error():
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=r"\[E018\]"):
+        nlp.add_pipe("crf_tagger", config={"threads": -1})
+    model = nlp.add_pipe("crf_tagger").model
+    for threads in (1.5, True):
+        with pytest.raises(ValueError, match=r"\[E018\]"):
+            CRFTagger(nlp.vocab, model, threads=threads)
