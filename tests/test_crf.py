@@ -1,10 +1,12 @@
-"""The CRF maths against brute-force enumeration of every label path."""
+"""The CRF maths (the torch reference, spacy_crf.nn.crf) against brute-force
+enumeration of every label path. tests/test_triton_crf.py tests the kernels
+against it."""
 import math
 
 import pytest
 import torch
 
-from spacy_crf.nn import (
+from spacy_crf.nn.crf import (
     CRFScores,
     allowed_from_tags,
     log_partition,

@@ -5,7 +5,8 @@ which must be on before Triton is first imported (it reads TRITON_INTERPRET
 when it decorates a function, its own library's included): tests/conftest.py
 sets it, and so does this module for a run of its own. With CUDA they compile
 and run on the GPU, and the `gpu` tests compare them with the torch code at
-the benchmark's shapes.
+the benchmark's shapes. The kernels run through spacy_crf.nn's functions with
+kernels="triton" (on CPU tensors too); the reference is spacy_crf.nn.crf.
 """
 import os
 import subprocess
@@ -28,7 +29,7 @@ from spacy_crf.nn import (  # noqa: E402
     negative_log_likelihood,
     viterbi_decode,
 )
-from spacy_crf.nn import dispatch, triton_crf  # noqa: E402
+from spacy_crf.nn import crf, dispatch, triton_crf  # noqa: E402
 
 from .helpers import no_host_sync  # noqa: E402
 from .test_crf import all_paths, brute_score  # noqa: E402
@@ -40,19 +41,6 @@ if DEVICE == "cpu" and not triton_crf.INTERPRETED:
         "(TRITON_INTERPRET=1 must be set before Triton is first imported)",
         allow_module_level=True,
     )
-
-
-@pytest.fixture(autouse=True)
-def kernels_everywhere(monkeypatch):
-    """crf.py's public functions take the kernel path, on CPU too."""
-    monkeypatch.setenv("SPACY_CRF_KERNELS", "triton")
-
-
-def torch_path(fn, *args, **kwargs):
-    """Run fn with the kernels switched off: the torch reference."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SPACY_CRF_KERNELS", "torch")
-        return fn(*args, **kwargs)
 
 
 def random_scores(seed, lengths, K, *, T=None, constrained=False, dtype=torch.float32):
@@ -92,7 +80,7 @@ def partial_labels(seed, scores):
     emissions, mask, transitions, start, end = scores
     B, T, K = emissions.shape
     noise = CRFScores(torch.randn(B, T, K, generator=gen, dtype=torch.float64), mask, transitions.double(), start.double(), end.double())
-    tags, _ = torch_path(viterbi_decode, to(noise, "cpu"))
+    tags, _ = crf.viterbi_decode(to(noise, "cpu"))
     unknown = torch.rand(B, T, generator=gen) < 0.5
     excluded = (tags + 1 + torch.randint(max(K - 1, 1), (B, T), generator=gen)) % K
     excluded = excluded.masked_fill(~unknown | (torch.rand(B, T, generator=gen) < 0.5) | (excluded == tags), -1)
@@ -103,18 +91,18 @@ def reference(scores, allowed, weights):
     """Float64 torch results for float32 inputs: NLL, its gradients, log Z, marginals."""
     leaves = [x.detach().cpu().double().requires_grad_(True) for x in (scores[0], *scores[2:])]
     exact = CRFScores(leaves[0], scores.mask.cpu(), *leaves[1:])
-    nll = torch_path(negative_log_likelihood, exact, allowed.cpu())
+    nll = crf.negative_log_likelihood(exact, allowed.cpu())
     grads = torch.autograd.grad((nll * weights.double()).sum(), leaves)
-    return nll.detach(), grads, torch_path(log_partition, exact).detach(), torch_path(marginals, exact)
+    return nll.detach(), grads, crf.log_partition(exact).detach(), crf.marginals(exact)
 
 
 def kernel_results(scores, allowed, weights):
     leaves = [x.detach().to(DEVICE).requires_grad_(True) for x in (scores[0], *scores[2:])]
     kernel = CRFScores(leaves[0], scores.mask.to(DEVICE), *leaves[1:])
-    assert dispatch.use_kernels(kernel.emissions)
-    nll = negative_log_likelihood(kernel, allowed.to(DEVICE))
+    assert dispatch.use_kernels(kernel.emissions, kernels="triton")
+    nll = negative_log_likelihood(kernel, allowed.to(DEVICE), kernels="triton")
     grads = torch.autograd.grad((nll * weights.to(DEVICE)).sum(), leaves)
-    return nll.detach().cpu(), [g.cpu() for g in grads], log_partition(kernel).detach().cpu(), marginals(kernel).cpu()
+    return nll.detach().cpu(), [g.cpu() for g in grads], log_partition(kernel, kernels="triton").detach().cpu(), marginals(kernel, kernels="triton").cpu()
 
 
 def assert_close(got, expected, *, scale=1.0, rtol=2e-6, atol=0.0):
@@ -146,9 +134,9 @@ def test_kernels_equal_brute_force(seed, lengths, K, constrained):
     scores = random_scores(seed, lengths, K, constrained=constrained)
     allowed = partial_labels(seed, scores)
     exact = to(scores, "cpu", torch.float64)
-    paths, best = viterbi_decode(to(scores))
-    nll = negative_log_likelihood(to(scores), allowed.to(DEVICE)).cpu()
-    log_z = log_partition(to(scores)).cpu()
+    paths, best = viterbi_decode(to(scores), kernels="triton")
+    nll = negative_log_likelihood(to(scores), allowed.to(DEVICE), kernels="triton").cpu()
+    log_z = log_partition(to(scores), kernels="triton").cpu()
     for b, length in enumerate(lengths):
         if length == 0:
             assert best[b] == 0 and log_z[b] == 0 and nll[b] == 0
@@ -195,8 +183,8 @@ def test_kernels_equal_the_float64_reference(K, B, T, constrained):
     rounding of the float64 torch results; lengths 0..T mixed."""
     seed = 100 * K + T + constrained
     scores = random_scores(seed, mixed_lengths(seed, B, T), K, T=T, constrained=constrained)
-    paths, best = viterbi_decode(to(scores))
-    torch_paths, torch_best = torch_path(viterbi_decode, scores)
+    paths, best = viterbi_decode(to(scores), kernels="triton")
+    torch_paths, torch_best = crf.viterbi_decode(scores)
     assert paths.dtype == torch.long and best.dtype == torch.float32
     assert torch.equal(paths.cpu(), torch_paths)
     assert torch.equal(best.cpu(), torch_best)
@@ -221,8 +209,8 @@ def test_viterbi_breaks_ties_as_the_torch_code():
     for trial, K in enumerate([2, 3, 5, 9]):
         scores = random_scores(trial, mixed_lengths(trial, 8, 9), K, T=9)
         scores = CRFScores(*(x.round() if x.is_floating_point() else x for x in scores))
-        paths, best = viterbi_decode(to(scores))
-        torch_paths, torch_best = torch_path(viterbi_decode, scores)
+        paths, best = viterbi_decode(to(scores), kernels="triton")
+        torch_paths, torch_best = crf.viterbi_decode(scores)
         assert torch.equal(paths.cpu(), torch_paths) and torch.equal(best.cpu(), torch_best)
 
 
@@ -230,8 +218,8 @@ def test_viterbi_breaks_ties_as_the_torch_code():
 def test_half_precision_emissions_are_computed_in_float32(dtype):
     scores = random_scores(7, [5, 0, 3, 1], 6, constrained=True)
     scores = CRFScores(scores.emissions.to(dtype), *scores[1:])
-    paths, best = viterbi_decode(to(scores))
-    torch_paths, torch_best = torch_path(viterbi_decode, scores)
+    paths, best = viterbi_decode(to(scores), kernels="triton")
+    torch_paths, torch_best = crf.viterbi_decode(scores)
     assert torch.equal(paths.cpu(), torch_paths) and torch.equal(best.cpu(), torch_best)
     allowed = partial_labels(7, scores)
     weights = torch.ones(4)
@@ -252,17 +240,17 @@ def test_empty_batches():
     for lengths, T in [([0, 0, 0], 4), ([0, 0], 0), ([], 3)]:
         scores = to(random_scores(1, lengths, 5, T=T))
         B = len(lengths)
-        paths, best = viterbi_decode(scores)
+        paths, best = viterbi_decode(scores, kernels="triton")
         assert paths.shape == (B, T) and torch.equal(best.cpu(), torch.zeros(B))
-        assert torch.equal(paths.cpu(), torch_path(viterbi_decode, scores)[0].cpu())
-        assert torch.equal(log_partition(scores).cpu(), torch.zeros(B))
+        assert torch.equal(paths.cpu(), crf.viterbi_decode(scores)[0].cpu())
+        assert torch.equal(log_partition(scores, kernels="triton").cpu(), torch.zeros(B))
     scores = to(random_scores(1, [0, 0, 0], 5, T=4))
     emissions = scores.emissions.clone().requires_grad_(True)
-    nll = negative_log_likelihood(CRFScores(emissions, *scores[1:]), torch.ones_like(emissions, dtype=torch.bool))
+    nll = negative_log_likelihood(CRFScores(emissions, *scores[1:]), torch.ones_like(emissions, dtype=torch.bool), kernels="triton")
     assert torch.equal(nll.cpu(), torch.zeros(3))
     nll.sum().backward()
     assert torch.all(emissions.grad == 0)
-    assert torch.equal(marginals(scores).cpu(), torch.zeros(3, 4, 5))
+    assert torch.equal(marginals(scores, kernels="triton").cpu(), torch.zeros(3, 4, 5))
 
 
 def test_launchers_check_shapes():
@@ -284,36 +272,51 @@ def test_launchers_check_shapes():
         triton_crf.viterbi(emissions.double(), lengths, transitions, start, end)
 
 
-def test_the_switch_picks_kernels_or_torch(monkeypatch):
+def test_the_switch_picks_kernels_or_torch():
     cpu = torch.zeros(2, 3, 4)
-    monkeypatch.setenv("SPACY_CRF_KERNELS", "torch")
-    assert not dispatch.use_kernels(cpu)
-    monkeypatch.setenv("SPACY_CRF_KERNELS", "auto")
-    assert not dispatch.use_kernels(cpu)  # CPU tensors run the torch code by default
-    monkeypatch.delenv("SPACY_CRF_KERNELS")
-    assert dispatch.kernel_mode() == "auto"
-    monkeypatch.setenv("SPACY_CRF_KERNELS", "triton")
-    assert dispatch.use_kernels(cpu) == (DEVICE == "cpu")  # the interpreter is on without CUDA
+    assert not dispatch.use_kernels(cpu, kernels="torch")
+    assert not dispatch.use_kernels(cpu, kernels="auto")  # CPU tensors run the torch code by default
+    assert dispatch.use_kernels(cpu, kernels="triton") == (DEVICE == "cpu")  # the interpreter is on without CUDA
     for unsupported in (cpu.double(), torch.zeros(2, 3, 129), torch.zeros(2, 0, 4), torch.zeros(0, 3, 4), torch.zeros(2, 3, 4, device="meta")):
-        assert not dispatch.use_kernels(unsupported)
+        assert not dispatch.use_kernels(unsupported, kernels="triton")
+    scores = CRFScores(cpu, torch.ones(2, 3, dtype=torch.bool), torch.zeros(4, 4), torch.zeros(4), torch.zeros(4))
+    with pytest.raises(ValueError, match=r"kernels must be one of auto, torch, triton, got 'cuda'"):
+        log_partition(scores, kernels="cuda")
+
+
+def test_the_environment_variable_is_the_default(monkeypatch):
+    """kernels=None reads SPACY_CRF_KERNELS at every call, "auto" when unset."""
+    scores = to(random_scores(2, [3, 1], 4))
+    calls = []
+    monkeypatch.setattr(triton_crf, "viterbi_decode", lambda s: calls.append(s) or crf.viterbi_decode(s))
+    monkeypatch.delenv("SPACY_CRF_KERNELS", raising=False)
+    assert dispatch.kernel_mode() == "auto"
+    monkeypatch.setenv("SPACY_CRF_KERNELS", "torch")
+    viterbi_decode(scores)
+    assert not calls
+    monkeypatch.setenv("SPACY_CRF_KERNELS", "triton")
+    viterbi_decode(scores)
+    assert len(calls) == 1
+    viterbi_decode(scores, kernels="torch")  # the argument wins
+    assert len(calls) == 1
     monkeypatch.setenv("SPACY_CRF_KERNELS", "cuda")
     with pytest.raises(ValueError, match=r"SPACY_CRF_KERNELS must be one of auto, torch, triton, got 'cuda'"):
-        dispatch.use_kernels(cpu)
+        viterbi_decode(scores)
 
 
 def test_the_dispatch_knows_the_kernels_label_limit():
     assert dispatch.KERNEL_MAX_LABELS == triton_crf.MAX_LABELS
-    assert dispatch.use_kernels(torch.zeros(1, 1, triton_crf.MAX_LABELS, device=DEVICE))
-    assert not dispatch.use_kernels(torch.zeros(1, 1, triton_crf.MAX_LABELS + 1, device=DEVICE))
+    assert dispatch.use_kernels(torch.zeros(1, 1, triton_crf.MAX_LABELS, device=DEVICE), kernels="triton")
+    assert not dispatch.use_kernels(torch.zeros(1, 1, triton_crf.MAX_LABELS + 1, device=DEVICE), kernels="triton")
 
 
 def test_float64_and_many_labels_fall_back_to_torch():
     """Shapes the kernels do not cover give the torch results under the switch."""
     for scores in (random_scores(3, [3, 1], 4, dtype=torch.float64), random_scores(3, [2, 1], 130, T=2)):
         scores = to(scores)
-        assert not dispatch.use_kernels(scores.emissions)
-        assert torch.equal(log_partition(scores), torch_path(log_partition, scores))
-        assert torch.equal(viterbi_decode(scores)[0], torch_path(viterbi_decode, scores)[0])
+        assert not dispatch.use_kernels(scores.emissions, kernels="triton")
+        assert torch.equal(log_partition(scores, kernels="triton"), crf.log_partition(scores))
+        assert torch.equal(viterbi_decode(scores, kernels="triton")[0], crf.viterbi_decode(scores)[0])
 
 
 # Compiles every kernel for sm_90, in a process of its own: where Triton was
@@ -366,35 +369,34 @@ def test_kernels_compile_for_hopper():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("B,T,K", [(256, 40, 18), (256, 40, 50), (1024, 60, 50), (16, 512, 20), (64, 30, 128)])
-def test_cuda_kernels_equal_the_torch_path(B, T, K, monkeypatch):
+def test_cuda_kernels_equal_the_torch_path(B, T, K):
     """At the benchmark's shapes on the GPU: the kernels (the default for CUDA)
     give the torch path's Viterbi and, within float32 rounding, its float64
     NLL and gradients; no host synchronisation."""
-    monkeypatch.setenv("SPACY_CRF_KERNELS", "auto")
     gen = torch.Generator().manual_seed(B + T + K)
     lengths = torch.randint(0, T + 1, (B,), generator=gen).tolist()
     lengths[:2] = [T, 0]
     scores = random_scores(K, lengths, K, T=T, constrained=True)
     cuda = to(scores, "cuda")
-    assert dispatch.use_kernels(cuda.emissions)
+    assert dispatch.use_kernels(cuda.emissions, kernels="auto")
     allowed = partial_labels(K, scores)
     allowed_cuda = allowed.cuda()
     with no_host_sync():
-        paths, best = viterbi_decode(cuda)
+        paths, best = viterbi_decode(cuda, kernels="auto")
         emissions = cuda.emissions.clone().requires_grad_(True)
-        nll = negative_log_likelihood(CRFScores(emissions, *cuda[1:]), allowed_cuda)
+        nll = negative_log_likelihood(CRFScores(emissions, *cuda[1:]), allowed_cuda, kernels="auto")
         nll.sum().backward()
-    torch_paths, torch_best = torch_path(viterbi_decode, cuda, compact=False)
+    torch_paths, torch_best = crf.viterbi_decode(cuda, compact=False)
     assert torch.equal(paths, torch_paths)
     assert torch.equal(best, torch_best)
     exact = to(scores, "cpu", torch.float64)
     ref_emissions = exact.emissions.clone().requires_grad_(True)
-    ref_nll = torch_path(negative_log_likelihood, CRFScores(ref_emissions, *exact[1:]), allowed)
+    ref_nll = crf.negative_log_likelihood(CRFScores(ref_emissions, *exact[1:]), allowed)
     ref_nll.sum().backward()
     # float32 rounding over long sequences: also the torch code's own error
     # in float32 on the same batch (at T = 512 both are about 0.01)
     f32_emissions = cuda.emissions.clone().requires_grad_(True)
-    f32_nll = torch_path(negative_log_likelihood, CRFScores(f32_emissions, *cuda[1:]), allowed_cuda)
+    f32_nll = crf.negative_log_likelihood(CRFScores(f32_emissions, *cuda[1:]), allowed_cuda)
     f32_nll.sum().backward()
     for got, f32, expected in [(nll, f32_nll, ref_nll), (emissions.grad, f32_emissions.grad, ref_emissions.grad)]:
         f32_error = float((f32.detach().cpu().double() - expected.detach()).abs().max())

@@ -1,4 +1,9 @@
-"""Torch code of spacy-crf: the CRF maths, its loss and constraints, and the BiLSTM-CRF network (no spaCy)."""
+"""Torch code of spacy-crf: the CRF maths, its loss and constraints, and the BiLSTM-CRF network (no spaCy).
+
+log_partition, negative_log_likelihood, viterbi_decode and marginals are
+dispatch.py's: the fused Triton kernels on CUDA, the torch reference
+(spacy_crf.nn.crf) otherwise; see dispatch.py for the `kernels` switch.
+"""
 from .bilstm_crf import BiLSTMCRF
 from .constraints import constrain
 from .crf import (
@@ -6,13 +11,10 @@ from .crf import (
     CRFScores,
     allowed_from_tags,
     check_scores,
-    log_partition,
-    marginals,
     nbest_decode,
-    negative_log_likelihood,
     path_score,
-    viterbi_decode,
 )
+from .dispatch import log_partition, marginals, negative_log_likelihood, viterbi_decode
 from .loss import crf_loss
 
 __all__ = [

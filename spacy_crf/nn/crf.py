@@ -11,15 +11,14 @@ Pure torch, no spaCy. Every function works on a padded batch:
 A sequence of length 0 (its mask row all False) has log-partition 0, NLL 0 and
 an empty path. Computation runs in float32 or wider, whatever the input dtype.
 
-On CUDA, log_partition, negative_log_likelihood, viterbi_decode and marginals
-run fused Triton kernels instead (triton_crf.py, picked by dispatch.py;
-SPACY_CRF_KERNELS=torch forces the code here, which is their reference).
+This is the reference: triton_crf.py's fused kernels are tested against these
+functions, and dispatch.py (whose log_partition, negative_log_likelihood,
+viterbi_decode and marginals `spacy_crf.nn` exports) runs this code wherever
+the kernels do not. This module imports neither.
 """
 from typing import List, NamedTuple, Optional, Tuple
 
 import torch
-
-from . import dispatch as _dispatch
 
 # Stands in for log(0). Finite, so that logsumexp never meets a row of -inf
 # (whose gradient is NaN); exp(NEG_INF - x) is exactly 0 for any sane score.
@@ -55,6 +54,14 @@ def check_scores(scores: CRFScores) -> None:
         raise ValueError(
             f"start and end must be {(K,)}, got {tuple(start.shape)} and "
             f"{tuple(end.shape)}"
+        )
+
+
+def check_allowed(scores: CRFScores, allowed: torch.Tensor) -> None:
+    """Raise ValueError naming the shapes if `allowed` does not fit the emissions."""
+    if tuple(allowed.shape) != tuple(scores.emissions.shape):
+        raise ValueError(
+            f"allowed must be {tuple(scores.emissions.shape)}, got {tuple(allowed.shape)}"
         )
 
 
@@ -115,8 +122,6 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
     RETURNS (Tensor): (B,) the log-sum-exp of Score(x, y) over all paths y.
     """
     check_scores(scores)
-    if _dispatch.use_kernels(scores.emissions):  # fused kernels; see dispatch.py
-        return _dispatch.log_partition(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
@@ -207,14 +212,8 @@ def negative_log_likelihood(
     allowed (Tensor): (B, T, K) bool, the labels each token may take.
     RETURNS (Tensor): (B,) non-negative NLL; 0 for a sequence with no known label.
     """
+    check_allowed(scores, allowed)
     emissions, mask, transitions, start, end = scores
-    if tuple(allowed.shape) != tuple(emissions.shape):
-        raise ValueError(
-            f"allowed must be {tuple(emissions.shape)}, got {tuple(allowed.shape)}"
-        )
-    if _dispatch.use_kernels(emissions):  # fused kernels; see dispatch.py
-        check_scores(scores)
-        return _dispatch.negative_log_likelihood(scores, allowed)
     dtype = _compute_dtype(emissions)
     emissions = emissions.to(dtype)
     scores = CRFScores(emissions, mask, transitions, start, end)
@@ -254,8 +253,6 @@ def viterbi_decode(
         scores, (B,) (0 for an empty sequence).
     """
     check_scores(scores)
-    if _dispatch.use_kernels(scores.emissions):  # fused kernels; see dispatch.py
-        return _dispatch.viterbi_decode(scores)
     emissions, mask, transitions, start, end = scores
     dtype = _compute_dtype(emissions)
     B, T, K = emissions.shape
@@ -362,9 +359,6 @@ def marginals(scores: CRFScores) -> torch.Tensor:
 
     RETURNS (Tensor): (B, T, K); each real token's row sums to 1, padded rows are 0.
     """
-    if _dispatch.use_kernels(scores.emissions):  # fused kernels; see dispatch.py
-        check_scores(scores)
-        return _dispatch.marginals(scores)
     emissions, mask, transitions, start, end = scores
     with torch.enable_grad():
         leaf = emissions.detach().to(_compute_dtype(emissions)).requires_grad_(True)

@@ -1,18 +1,21 @@
 """Which code runs the CRF: the fused Triton kernels or the torch reference.
 
-crf.py's `log_partition`, `negative_log_likelihood`, `viterbi_decode` and
-`marginals` ask `use_kernels` first. The kernels (triton_crf.py) run CUDA
-tensors with 1 to 128 labels in float16, bfloat16 or float32; everything else
-(CPU, float64, more labels, n-best) runs the torch code in crf.py, which stays
-the reference the kernels are tested against.
+`log_partition`, `negative_log_likelihood`, `viterbi_decode` and `marginals`
+here are crf.py's functions, same arguments, plus a keyword `kernels` that
+picks the code: triton_crf.py's kernels run CUDA tensors with 1 to 128 labels
+in float16, bfloat16 or float32; everything else (CPU, float64, more labels)
+runs crf.py, the reference the kernels are tested against. `spacy_crf.nn`
+exports these functions, so the pipeline's CRF runs the kernels on a GPU.
 
-One switch, the environment variable SPACY_CRF_KERNELS, read at every call:
-
-    auto    (default) kernels for CUDA tensors they cover, torch otherwise
+    auto    kernels for CUDA tensors they cover, torch otherwise
     torch   always the torch code, e.g. to rule the kernels out when debugging
     triton  the kernels wherever they can run: CUDA tensors, and CPU tensors
             when Triton's interpreter is on (TRITON_INTERPRET=1 before the
             kernels are first imported), which is how the tests run them on CPU
+
+kernels=None (the default) takes the environment variable SPACY_CRF_KERNELS,
+read at every call and "auto" when unset: the switch for code that does not
+pass `kernels`, e.g. `SPACY_CRF_KERNELS=torch spacy train ...`.
 
 Pure torch, no spaCy; Triton is imported only when a kernel is about to run.
 """
@@ -20,12 +23,12 @@ import importlib.util
 import os
 from functools import lru_cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 
-if TYPE_CHECKING:
-    from .crf import CRFScores
+from . import crf
+from .crf import CRFScores
 
 MODES = ("auto", "torch", "triton")
 # triton_crf.MAX_LABELS, known here without importing Triton
@@ -33,12 +36,21 @@ KERNEL_MAX_LABELS = 128
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
-def kernel_mode() -> str:
-    """The value of SPACY_CRF_KERNELS, checked: "auto", "torch" or "triton"."""
-    mode = os.environ.get("SPACY_CRF_KERNELS", "auto").strip().lower() or "auto"
-    if mode not in MODES:
-        raise ValueError(f"SPACY_CRF_KERNELS must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
+def kernel_mode(kernels: Optional[str] = None) -> str:
+    """The mode in force, checked.
+
+    kernels (Optional[str]): "auto", "torch" or "triton"; None for the value
+        of SPACY_CRF_KERNELS ("auto" when unset).
+    RETURNS (str): "auto", "torch" or "triton".
+    """
+    if kernels is None:
+        mode = os.environ.get("SPACY_CRF_KERNELS", "auto").strip().lower() or "auto"
+        if mode not in MODES:
+            raise ValueError(f"SPACY_CRF_KERNELS must be one of {', '.join(MODES)}, got {mode!r}")
+        return mode
+    if kernels not in MODES:
+        raise ValueError(f"kernels must be one of {', '.join(MODES)}, got {kernels!r}")
+    return kernels
 
 
 @lru_cache(maxsize=1)
@@ -51,13 +63,14 @@ def _kernels() -> Optional[ModuleType]:
     return triton_crf
 
 
-def use_kernels(emissions: torch.Tensor) -> bool:
+def use_kernels(emissions: torch.Tensor, *, kernels: Optional[str] = None) -> bool:
     """Whether the fused kernels should score this batch.
 
     emissions (Tensor): (B, T, K), the batch's emissions.
+    kernels (Optional[str]): the mode; None for SPACY_CRF_KERNELS.
     RETURNS (bool): True for the kernels, False for the torch code.
     """
-    mode = kernel_mode()
+    mode = kernel_mode(kernels)
     if mode == "torch" or emissions.dim() != 3 or emissions.dtype not in _KERNEL_DTYPES:
         return False
     B, T, K = emissions.shape
@@ -66,88 +79,57 @@ def use_kernels(emissions: torch.Tensor) -> bool:
     if emissions.device.type == "cuda":
         return _kernels() is not None
     if emissions.device.type == "cpu" and mode == "triton":
-        kernels = _kernels()
-        return kernels is not None and kernels.INTERPRETED
+        module = _kernels()
+        return module is not None and module.INTERPRETED
     return False
 
 
-def _lengths(mask: torch.Tensor) -> torch.Tensor:
-    return mask.sum(1, dtype=torch.int32)  # shape: (B,); masks are left-aligned
+def log_partition(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tensor:
+    """crf.log_partition, by the kernels where `use_kernels` says so.
 
-
-class _KernelLogPartition(torch.autograd.Function):
-    """log Z by the forward kernel; its gradient by the backward kernel."""
-
-    @staticmethod
-    def forward(ctx, emissions, mask, transitions, start, end, allowed):  # type: ignore[override]
-        kernels = _kernels()
-        lengths = _lengths(mask)
-        log_z, alphas = kernels.forward(emissions, lengths, transitions, start, end, allowed=allowed)
-        ctx.save_for_backward(emissions, lengths, transitions, end, alphas, log_z, allowed)
-        ctx.start_dtype = start.dtype
-        return log_z
-
-    @staticmethod
-    def backward(ctx, grad_log_z):  # type: ignore[override]
-        emissions, lengths, transitions, end, alphas, log_z, allowed = ctx.saved_tensors
-        need_emissions, _, need_transitions, need_start, need_end, _ = ctx.needs_input_grad
-        grad_emissions, grad_transitions, grad_start, grad_end = _kernels().backward(
-            emissions, lengths, transitions, end, alphas, log_z, grad_log_z,
-            allowed=allowed, need_transitions=need_transitions,
-        )
-        return (
-            grad_emissions if need_emissions else None,
-            None,
-            grad_transitions.to(transitions.dtype) if need_transitions else None,
-            grad_start.to(ctx.start_dtype) if need_start else None,
-            grad_end.to(end.dtype) if need_end else None,
-            None,
-        )
-
-
-def log_partition(scores: "CRFScores", *, allowed: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """crf.log_partition by the kernels, autograd included.
-
-    allowed (Optional[Tensor]): (B, T, K) bool; labels not allowed count as
-        log 0 (the partial-label sum of the NLL).
-    RETURNS (Tensor): (B,) float32, 0 for an empty sequence.
+    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    RETURNS (Tensor): (B,) log Z, with its gradient.
     """
-    emissions, mask, transitions, start, end = scores
-    return _KernelLogPartition.apply(emissions, mask, transitions, start, end, allowed)
+    if use_kernels(scores.emissions, kernels=kernels):
+        return _kernels().log_partition(scores)
+    return crf.log_partition(scores)
 
 
-def negative_log_likelihood(scores: "CRFScores", allowed: torch.Tensor) -> torch.Tensor:
-    """crf.negative_log_likelihood by the kernels: log Z minus the log-sum
-    over the allowed paths, two forward launches and no host sync.
+def negative_log_likelihood(
+    scores: CRFScores, allowed: torch.Tensor, *, kernels: Optional[str] = None
+) -> torch.Tensor:
+    """crf.negative_log_likelihood, by the kernels where `use_kernels` says so.
 
-    RETURNS (Tensor): (B,) float32, non-negative.
+    allowed (Tensor): (B, T, K) bool, the labels each token may take.
+    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    RETURNS (Tensor): (B,) non-negative NLL, with its gradient.
     """
-    log_z = log_partition(scores)
-    gold = log_partition(scores, allowed=allowed)
-    return (log_z - gold).clamp_min(0.0)
+    if use_kernels(scores.emissions, kernels=kernels):
+        return _kernels().negative_log_likelihood(scores, allowed)
+    return crf.negative_log_likelihood(scores, allowed)
 
 
-def viterbi_decode(scores: "CRFScores") -> Tuple[torch.Tensor, torch.Tensor]:
-    """crf.viterbi_decode by one kernel launch.
+def viterbi_decode(
+    scores: CRFScores, *, compact: Optional[bool] = None, kernels: Optional[str] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """crf.viterbi_decode, by the kernels where `use_kernels` says so.
 
-    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and scores (B,) float32.
+    compact (Optional[bool]): crf.viterbi_decode's loop layout; the kernels
+        do not need it.
+    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and their scores (B,).
     """
-    emissions, mask, transitions, start, end = scores
-    return _kernels().viterbi(emissions, _lengths(mask), transitions, start, end)
+    if use_kernels(scores.emissions, kernels=kernels):
+        return _kernels().viterbi_decode(scores)
+    return crf.viterbi_decode(scores, compact=compact)
 
 
-def marginals(scores: "CRFScores") -> torch.Tensor:
-    """crf.marginals by the forward and backward kernels (no transition counts).
+def marginals(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tensor:
+    """crf.marginals, by the kernels where `use_kernels` says so.
 
-    RETURNS (Tensor): (B, T, K) float32; padded rows are 0.
+    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    RETURNS (Tensor): (B, T, K) label probabilities; padded rows are 0.
     """
-    emissions, mask, transitions, start, end = (x.detach() for x in scores)
-    kernels = _kernels()
-    lengths = _lengths(mask)
-    log_z, alphas = kernels.forward(emissions, lengths, transitions, start, end)
-    ones = torch.ones_like(log_z)
-    probs, _, _, _ = kernels.backward(
-        emissions, lengths, transitions, end, alphas, log_z, ones,
-        need_transitions=False, grad_dtype=torch.float32,
-    )
-    return probs
+    if use_kernels(scores.emissions, kernels=kernels):
+        return _kernels().marginals(scores)
+    return crf.marginals(scores)

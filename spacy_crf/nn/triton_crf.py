@@ -18,6 +18,11 @@ extra. The forward algorithm rescales like crf.py's `_logmatmul`: a step is
 log(exp(alpha - max alpha) @ exp(transitions - max transitions)), a (K, K)
 multiply-add instead of K * K exponentials.
 
+Two layers: the launchers `viterbi`, `forward` and `backward` take the
+lengths and run one kernel each; `log_partition` (an autograd Function over
+`forward` and `backward`), `negative_log_likelihood`, `viterbi_decode` and
+`marginals` take a CRFScores batch as crf.py's functions of the same names do.
+
 When Triton's interpreter is on (TRITON_INTERPRET=1 when this module is first
 imported) the same kernels run on CPU tensors, which is how CI tests them.
 """
@@ -29,6 +34,7 @@ import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 
 from .crf import NEG_INF as _NEG_INF_VALUE
+from .crf import CRFScores, check_allowed, check_scores
 
 # The largest label count the kernels take: their (K, K) tiles live in
 # registers, and at BLOCK_K = 256 the backward's two tiles would not fit.
@@ -398,3 +404,88 @@ def backward(
         grad_end.zero_()
     summed_transitions = grad_transitions.sum(0) if need_transitions else None
     return grad_emissions, summed_transitions, grad_start.sum(0), grad_end.sum(0)
+
+
+def _lengths(mask: torch.Tensor) -> torch.Tensor:
+    return mask.sum(1, dtype=torch.int32)  # shape: (B,); masks are left-aligned
+
+
+class _LogPartition(torch.autograd.Function):
+    """log Z by the forward kernel; its gradient by the backward kernel."""
+
+    @staticmethod
+    def forward(ctx, emissions, mask, transitions, start, end, allowed):  # type: ignore[override]
+        lengths = _lengths(mask)
+        log_z, alphas = forward(emissions, lengths, transitions, start, end, allowed=allowed)
+        ctx.save_for_backward(emissions, lengths, transitions, end, alphas, log_z, allowed)
+        ctx.start_dtype = start.dtype
+        return log_z
+
+    @staticmethod
+    def backward(ctx, grad_log_z):  # type: ignore[override]
+        emissions, lengths, transitions, end, alphas, log_z, allowed = ctx.saved_tensors
+        need_emissions, _, need_transitions, need_start, need_end, _ = ctx.needs_input_grad
+        grad_emissions, grad_transitions, grad_start, grad_end = backward(
+            emissions, lengths, transitions, end, alphas, log_z, grad_log_z,
+            allowed=allowed, need_transitions=need_transitions,
+        )
+        return (
+            grad_emissions if need_emissions else None,
+            None,
+            grad_transitions.to(transitions.dtype) if need_transitions else None,
+            grad_start.to(ctx.start_dtype) if need_start else None,
+            grad_end.to(end.dtype) if need_end else None,
+            None,
+        )
+
+
+def log_partition(scores: CRFScores, *, allowed: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """crf.log_partition by the kernels, autograd included.
+
+    allowed (Optional[Tensor]): (B, T, K) bool; labels not allowed count as
+        log 0 (the partial-label sum of the NLL).
+    RETURNS (Tensor): (B,) float32, 0 for an empty sequence.
+    """
+    check_scores(scores)
+    emissions, mask, transitions, start, end = scores
+    return _LogPartition.apply(emissions, mask, transitions, start, end, allowed)
+
+
+def negative_log_likelihood(scores: CRFScores, allowed: torch.Tensor) -> torch.Tensor:
+    """crf.negative_log_likelihood by the kernels: log Z minus the log-sum
+    over the allowed paths, two forward launches and no host sync.
+
+    allowed (Tensor): (B, T, K) bool, the labels each token may take.
+    RETURNS (Tensor): (B,) float32, non-negative.
+    """
+    check_allowed(scores, allowed)
+    log_z = log_partition(scores)
+    gold = log_partition(scores, allowed=allowed)
+    return (log_z - gold).clamp_min(0.0)
+
+
+def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
+    """crf.viterbi_decode by one kernel launch.
+
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and scores (B,) float32.
+    """
+    check_scores(scores)
+    emissions, mask, transitions, start, end = scores
+    return viterbi(emissions, _lengths(mask), transitions, start, end)
+
+
+def marginals(scores: CRFScores) -> torch.Tensor:
+    """crf.marginals by the forward and backward kernels (no transition counts).
+
+    RETURNS (Tensor): (B, T, K) float32; padded rows are 0.
+    """
+    check_scores(scores)
+    emissions, mask, transitions, start, end = (x.detach() for x in scores)
+    lengths = _lengths(mask)
+    log_z, alphas = forward(emissions, lengths, transitions, start, end)
+    ones = torch.ones_like(log_z)
+    probs, _, _, _ = backward(
+        emissions, lengths, transitions, end, alphas, log_z, ones,
+        need_transitions=False, grad_dtype=torch.float32,
+    )
+    return probs
