@@ -1,6 +1,6 @@
 """Cost of store_confidence: nlp.pipe words/s with it off and on, in turns.
 
-    python benchmarks/confidence_overhead.py MODEL_DIR corpus/en_ewt-ud-dev.spacy [--repeats 5]
+    python -m benchmarks.confidence_overhead MODEL_DIR corpus/en_ewt-ud-dev.spacy [--repeats 5]
 """
 import argparse
 import json
@@ -9,7 +9,7 @@ import statistics
 import spacy
 import torch
 
-from pipeline_speed import unannotated_docs, words_per_second  # noqa: E402
+from .common import unannotated_docs, words_per_second
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """CRF kernels side by side with pytorch-crf, on random emissions of variable length.
 
-    python benchmarks/crf_kernels.py [--repeats 15] [--threads 1] [--output metrics/crf_kernels.json]
+    python -m benchmarks.crf_kernels [--repeats 15] [--threads 1] [--output metrics/crf_kernels.json]
 
 For each shape (B, T, K) it times, in one process, medians over repeats:
 Viterbi decode to padded tensors, NLL forward+backward, and as a yardstick a
@@ -9,54 +9,13 @@ checks that spacy-crf and pytorch-crf give the same paths and the same NLL.
 Needs the `benchmark` extra (pytorch-crf).
 """
 import argparse
-import json
-import statistics
-import time
 from pathlib import Path
 
 import torch
 
 from spacy_crf.nn import CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
 
-SHAPES = [(256, 40, 18), (256, 40, 50), (1024, 60, 50), (16, 512, 20)]
-
-
-def make_batch(B, T, K, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, T + 1, (B,), generator=gen)
-    lengths[0] = T
-    mask = torch.arange(T) < lengths[:, None]
-    scores = CRFScores(
-        torch.randn(B, T, K, generator=gen),
-        mask,
-        torch.randn(K, K, generator=gen) * 0.1,
-        torch.randn(K, generator=gen) * 0.1,
-        torch.randn(K, generator=gen) * 0.1,
-    )
-    tags = torch.randint(K, (B, T), generator=gen)
-    return scores, tags
-
-
-def median_ms(fn, repeats):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
-def torchcrf_for(scores):
-    from torchcrf import CRF
-
-    K = scores.emissions.shape[2]
-    crf = CRF(K, batch_first=True)
-    with torch.no_grad():
-        crf.transitions.copy_(scores.transitions)
-        crf.start_transitions.copy_(scores.start)
-        crf.end_transitions.copy_(scores.end)
-    return crf
+from .common import SHAPES, make_batch, median_ms, torchcrf_for, write_json
 
 
 def check_agreement(scores, tags, crf):
@@ -71,7 +30,7 @@ def check_agreement(scores, tags, crf):
 
 
 def bench_shape(B, T, K, repeats):
-    scores, tags = make_batch(B, T, K)
+    scores, tags, lengths = make_batch(B, T, K)
     crf = torchcrf_for(scores)
     same_paths, same_nll = check_agreement(scores, tags, crf)
     allowed = allowed_from_tags(tags, K)
@@ -88,7 +47,6 @@ def bench_shape(B, T, K, repeats):
 
     lstm = torch.nn.LSTM(128, 256, batch_first=True, bidirectional=True)
     inputs = torch.randn(B, T, 128)
-    lengths = scores.mask.sum(1)
 
     def lstm_forward():
         with torch.no_grad():
@@ -129,9 +87,7 @@ def main() -> None:
             f"| {r['viterbi_speedup']:.1f}x | {r['nll_fwd_bwd_ms']:.2f} | {r['torchcrf_nll_fwd_bwd_ms']:.2f} "
             f"| {r['nll_speedup']:.1f}x | {r['bilstm_forward_ms']:.1f} | {100 * r['viterbi_share_of_bilstm']:.0f}% |"
         )
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps({"threads": args.threads, "repeats": args.repeats, "rows": rows}, indent=2))
+    write_json({"threads": args.threads, "repeats": args.repeats, "rows": rows}, args.output)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ one model on the texts of a corpus (the raw texts, tokenized by the pipeline).
     python -m spacy train configs/cpu.cfg --output /tmp/cpu200 \
         --paths.train corpus/en_ewt-ud-train.spacy --paths.dev corpus/en_ewt-ud-dev.spacy \
         --training.max_steps 200          # a quick model: speed does not depend on accuracy
-    OMP_NUM_THREADS=1 python benchmarks/distributed.py /tmp/cpu200/model-best \
+    OMP_NUM_THREADS=1 python -m benchmarks.distributed /tmp/cpu200/model-best \
         corpus/en_ewt-ud-train.spacy --repeats 3 --output metrics/speed/distributed.json
 
 Every run tags the same JSON Lines file (the corpus' doc texts) into a fresh

@@ -2,7 +2,7 @@
 model against spaCy's tagger with its defaults, both initialized on the same
 sentences, then nlp.pipe words/s on a corpus, taken in turn (medians).
 
-    python benchmarks/factory_defaults.py corpus/en_ewt-ud-train.spacy \
+    python -m benchmarks.factory_defaults corpus/en_ewt-ud-train.spacy \
         corpus/en_ewt-ud-dev.spacy [--init-sentences 300] [--repeats 5] [--threads 1]
 
 `--crf-model legacy` uses 0.1.0's default model (HashEmbedCNN + BiLSTM 128)
@@ -11,7 +11,6 @@ needs training: see configs/cpu.cfg, which uses the same network.
 """
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 import spacy
@@ -20,8 +19,7 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-sys.path.insert(0, str(Path(__file__).parent))
-from pipeline_speed import report, unannotated_docs, words_per_second  # noqa: E402
+from .common import report, unannotated_docs, words_per_second
 
 LEGACY_MODEL = """
 [model]

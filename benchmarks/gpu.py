@@ -1,24 +1,24 @@
 """The CRF on a GPU: the fused Triton kernels vs the torch path vs pytorch-crf, and the pipeline.
 
-    python benchmarks/gpu.py --output metrics/gpu.json [--repeats 50] \\
+    python -m benchmarks.gpu --output metrics/gpu.json [--repeats 50] \\
         [--model training/cpu/model-best --corpus corpus/en_ewt-ud-dev.spacy] \\
         [--config configs/cpu.cfg --baseline-config configs/baseline.cfg \\
          --train-corpus corpus/en_ewt-ud-train.spacy --train-steps 300] \\
         [--baseline training/baseline/model-best] \\
         [--before-code DIR --before-env SPACY_CRF_KERNELS=torch]
 
-For each shape (B, T, K) of benchmarks/crf_kernels.py it times, on one CUDA
+For each shape (B, T, K) of benchmarks.crf_kernels it times, on one CUDA
 device, medians of synchronised runs (CUDA events): Viterbi decode and NLL
-forward+backward by the kernels (SPACY_CRF_KERNELS=auto), by the torch code
-(SPACY_CRF_KERNELS=torch) and by pytorch-crf, and as a yardstick a forward of
+forward+backward by the kernels (kernels="auto"), by the torch code
+(kernels="torch") and by pytorch-crf, and as a yardstick a forward of
 spacy_crf.nn.BiLSTMCRF (hidden 256 each way, input 128) over the same batch.
 It first checks that the kernels give the torch path's Viterbi paths and NLL.
 
 With --config and --baseline-config: `spacy train` steps/s of both on the
-GPU (benchmarks/train_steps.py: spaCy's training loop, timed after its first
+GPU (benchmarks.train_steps: spaCy's training loop, timed after its first
 steps). With --model and --corpus: the trained crf_tagger's accuracy on the
 GPU (`spacy evaluate --gold-preproc`) and nlp.pipe words/s
-(benchmarks/pipeline_speed.py) beside spaCy's tagger (--baseline, or the
+(benchmarks.pipeline_speed) beside spaCy's tagger (--baseline, or the
 one just trained by --baseline-config). --before-code DIR (a folder holding
 an older spacy_crf package) and --before-env NAME=VALUE repeat the
 crf_tagger's measures with that code, e.g. the code before the kernels with
@@ -26,96 +26,38 @@ the torch path. Each measure runs in its own process. Device name and
 versions are printed and written. Needs CUDA and the `benchmark` extra
 (pytorch-crf).
 
-    python benchmarks/gpu.py --interpret
+    python -m benchmarks.gpu --interpret
 
 runs without a GPU: a smoke test of the kernels on CPU through Triton's
 interpreter, at tiny shapes, against the torch path (its times mean nothing).
 """
 import argparse
-import contextlib
 import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import torch
 
 from spacy_crf.nn import BiLSTMCRF, CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
 
-sys.path.insert(0, str(Path(__file__).parent))
-import crf_kernels  # noqa: E402
+from .common import SHAPES, make_batch, median_ms, torchcrf_for, write_json
 
-SHAPES = [(256, 40, 18), (256, 40, 50), (1024, 60, 50), (16, 512, 20)]
 TINY_SHAPES = [(4, 6, 3), (3, 5, 18), (2, 4, 50)]
 
 
-@contextlib.contextmanager
-def crf_code(mode: str) -> Iterator[None]:
-    """Run crf.py's functions with SPACY_CRF_KERNELS=mode."""
-    previous = os.environ.get("SPACY_CRF_KERNELS")
-    os.environ["SPACY_CRF_KERNELS"] = mode
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ["SPACY_CRF_KERNELS"]
-        else:
-            os.environ["SPACY_CRF_KERNELS"] = previous
-
-
-def make_batch(B: int, T: int, K: int, device: str, seed: int = 0):
-    """crf_kernels.py's random batch on `device`, with its lengths."""
-    scores, tags = crf_kernels.make_batch(B, T, K, seed)
-    return CRFScores(*(x.to(device) for x in scores)), tags.to(device), scores.mask.sum(1)
-
-
-def median_ms(fn: Callable[[], object], repeats: int, device: str) -> float:
-    """Median time of fn over repeats, after two warm-up calls; on CUDA
-    between events recorded around each call, synchronised before reading."""
-    fn()
-    fn()
-    times = []
-    for _ in range(repeats):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            begin = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - begin) * 1000)
-    return statistics.median(times)
-
-
-def torchcrf_for(scores: CRFScores):
-    from torchcrf import CRF
-
-    K = scores.emissions.shape[2]
-    crf = CRF(K, batch_first=True).to(scores.emissions.device)
-    with torch.no_grad():
-        crf.transitions.copy_(scores.transitions)
-        crf.start_transitions.copy_(scores.start)
-        crf.end_transitions.copy_(scores.end)
-    return crf
-
-
-def nll_fwd_bwd(scores: CRFScores, allowed: torch.Tensor) -> Callable[[], None]:
+def nll_fwd_bwd(scores: CRFScores, allowed: torch.Tensor, kernels: str) -> Callable[[], None]:
     def run() -> None:
         emissions = scores.emissions.detach().requires_grad_(True)
         transitions = scores.transitions.detach().requires_grad_(True)
-        loss = negative_log_likelihood(CRFScores(emissions, scores.mask, transitions, scores.start, scores.end), allowed)
+        batch = CRFScores(emissions, scores.mask, transitions, scores.start, scores.end)
+        loss = negative_log_likelihood(batch, allowed, kernels=kernels)
         loss.sum().backward()
 
     return run
@@ -124,26 +66,25 @@ def nll_fwd_bwd(scores: CRFScores, allowed: torch.Tensor) -> Callable[[], None]:
 def bench_shape(B: int, T: int, K: int, *, repeats: int, device: str, with_reference: bool = True) -> Dict[str, object]:
     scores, tags, lengths = make_batch(B, T, K, device)
     allowed = allowed_from_tags(tags, K)
-    with crf_code("torch"):
-        torch_paths, _ = viterbi_decode(scores)
-        torch_nll = negative_log_likelihood(scores, allowed)
-    with crf_code("auto" if device == "cuda" else "triton"):
-        from spacy_crf.nn.dispatch import use_kernels
+    torch_paths, _ = viterbi_decode(scores, kernels="torch")
+    torch_nll = negative_log_likelihood(scores, allowed, kernels="torch")
+    # on CPU (--interpret) the kernels run only when asked for by name
+    kernels = "auto" if device == "cuda" else "triton"
+    from spacy_crf.nn.dispatch import use_kernels
 
-        row: Dict[str, object] = {"shape": [B, T, K], "kernels_used": use_kernels(scores.emissions)}
-        kernel_paths, _ = viterbi_decode(scores)
-        kernel_nll = negative_log_likelihood(scores, allowed)
-        row["same_paths"] = bool(torch.equal(kernel_paths, torch_paths))
-        row["same_nll"] = bool(torch.allclose(kernel_nll, torch_nll, rtol=1e-5, atol=1e-4))
-        with torch.no_grad():
-            row["viterbi_kernel_ms"] = median_ms(lambda: viterbi_decode(scores), repeats, device)
-        row["nll_kernel_ms"] = median_ms(nll_fwd_bwd(scores, allowed), repeats, device)
+    row: Dict[str, object] = {"shape": [B, T, K], "kernels_used": use_kernels(scores.emissions, kernels=kernels)}
+    kernel_paths, _ = viterbi_decode(scores, kernels=kernels)
+    kernel_nll = negative_log_likelihood(scores, allowed, kernels=kernels)
+    row["same_paths"] = bool(torch.equal(kernel_paths, torch_paths))
+    row["same_nll"] = bool(torch.allclose(kernel_nll, torch_nll, rtol=1e-5, atol=1e-4))
+    with torch.no_grad():
+        row["viterbi_kernel_ms"] = median_ms(lambda: viterbi_decode(scores, kernels=kernels), repeats, device)
+    row["nll_kernel_ms"] = median_ms(nll_fwd_bwd(scores, allowed, kernels), repeats, device)
     if not with_reference:
         return row
-    with crf_code("torch"):
-        with torch.no_grad():
-            row["viterbi_torch_ms"] = median_ms(lambda: viterbi_decode(scores), repeats, device)
-        row["nll_torch_ms"] = median_ms(nll_fwd_bwd(scores, allowed), repeats, device)
+    with torch.no_grad():
+        row["viterbi_torch_ms"] = median_ms(lambda: viterbi_decode(scores, kernels="torch"), repeats, device)
+    row["nll_torch_ms"] = median_ms(nll_fwd_bwd(scores, allowed, "torch"), repeats, device)
     crf = torchcrf_for(scores)
     with torch.no_grad():
         row["viterbi_torchcrf_ms"] = median_ms(lambda: crf.decode(scores.emissions, mask=scores.mask), repeats, device)
@@ -166,28 +107,34 @@ def bench_shape(B: int, T: int, K: int, *, repeats: int, device: str, with_refer
     return row
 
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_json(script: str, args: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, object]:
-    """Run one of the benchmark scripts in its own process; its JSON output."""
+def run_json(module: str, args: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, object]:
+    """Run `python -m benchmarks.<module>` in its own process; its JSON output.
+    It runs from a temporary folder, with this repository on PYTHONPATH after
+    env's (the working directory would come first, and shadow a --before-code
+    spacy_crf): paths in args must be absolute."""
+    env = {**os.environ, **(env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(ROOT)]))
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "result.json"
-        command = [sys.executable, str(HERE / script), *args, "--output", str(output)]
-        subprocess.run(command, check=True, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+        command = [sys.executable, "-m", f"benchmarks.{module}", *args, "--output", str(output)]
+        subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, cwd=tmp)
         return json.loads(output.read_text())
 
 
 def pipe_speed(model: str, corpus: str, *, repeats: int, batch_size: int, gpu_id: int, env=None) -> Dict[str, object]:
-    """nlp.pipe words/s on the GPU (benchmarks/pipeline_speed.py)."""
-    args = [model, corpus, "--gpu-id", str(gpu_id), "--repeats", str(repeats), "--batch-size", str(batch_size)]
-    return {"model": model, **run_json("pipeline_speed.py", args, env)}
+    """nlp.pipe words/s on the GPU (benchmarks.pipeline_speed)."""
+    args = [*(str(Path(path).resolve()) for path in (model, corpus)),
+            "--gpu-id", str(gpu_id), "--repeats", str(repeats), "--batch-size", str(batch_size)]
+    return {"model": model, **run_json("pipeline_speed", args, env)}
 
 
 def train_speed(config: str, train: str, dev: str, *, steps: int, gpu_id: int, save=None, env=None) -> Dict[str, object]:
-    """`spacy train` steps/s on the GPU (benchmarks/train_steps.py)."""
-    args = [config, train, dev, "--steps", str(steps), "--gpu-id", str(gpu_id)]
-    return run_json("train_steps.py", args + (["--save", str(save)] if save else []), env)
+    """`spacy train` steps/s on the GPU (benchmarks.train_steps)."""
+    args = [*(str(Path(path).resolve()) for path in (config, train, dev)), "--steps", str(steps), "--gpu-id", str(gpu_id)]
+    return run_json("train_steps", args + (["--save", str(Path(save).resolve())] if save else []), env)
 
 
 def gpu_accuracy(model: str, corpus: str, *, gpu_id: int, env=None) -> Dict[str, object]:
@@ -283,8 +230,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         return
     if not torch.cuda.is_available():
         sys.exit(
-            "benchmarks/gpu.py needs CUDA, and torch.cuda.is_available() is False here; "
-            "`python benchmarks/gpu.py --interpret` smoke-tests the kernels on CPU"
+            "benchmarks.gpu needs CUDA, and torch.cuda.is_available() is False here; "
+            "`python -m benchmarks.gpu --interpret` smoke-tests the kernels on CPU"
         )
     torch.cuda.set_device(args.gpu_id)
     result: Dict[str, object] = {
@@ -333,9 +280,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             + ", ".join(f"{name} {r.get('tag_acc')}" for name, r in pipe.items() if name != "tagger")
         )
     shutil.rmtree(baseline_dir, ignore_errors=True)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
+    write_json(result, args.output)
 
 
 if __name__ == "__main__":

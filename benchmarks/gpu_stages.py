@@ -1,6 +1,6 @@
 """Where a crf_tagger's predict spends its time, stage by stage (GPU or CPU).
 
-    python benchmarks/gpu_stages.py corpus/en_ewt-ud-dev.spacy \\
+    python -m benchmarks.gpu_stages corpus/en_ewt-ud-dev.spacy \\
         [--model training/cpu/model-best | --config configs/cpu.cfg --init-corpus corpus/en_ewt-ud-train.spacy] \\
         [--gpu-id 0] [--repeats 10] [--profile] [--output metrics/speed/gpu_stages.json]
 
@@ -19,31 +19,15 @@ import cProfile
 import io
 import json
 import pstats
-import statistics
-import time
 import warnings
 from pathlib import Path
 from typing import Callable, Dict
 
 import spacy
 import torch
-from spacy.tokens import DocBin
 from thinc.api import get_current_ops
 
-from pipeline_speed import unannotated_docs
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    synchronise = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    fn()
-    times = []
-    for _ in range(repeats):
-        synchronise()
-        begin = time.perf_counter()
-        fn()
-        synchronise()
-        times.append((time.perf_counter() - begin) * 1000)
-    return statistics.median(times)
+from .common import median_ms, unannotated_docs, write_json
 
 
 def top_functions(fn: Callable[[], object], n: int = 25) -> str:
@@ -112,7 +96,8 @@ def main() -> None:
     stages["decode (Viterbi)"] = lambda: batch.decode()
     prediction = tagger.predict(docs)
     stages["set_annotations"] = lambda: tagger.set_annotations(docs, prediction)  # the same values each time
-    times = {name: median_ms(fn, args.repeats) for name, fn in stages.items()}
+    device = "cuda" if args.gpu_id >= 0 else "cpu"
+    times = {name: median_ms(fn, args.repeats, device) for name, fn in stages.items()}
     result["ms"] = {name: round(t, 3) for name, t in times.items()}
     result["tok2vec_words_per_second"] = round(n_words / times["tok2vec"] * 1000)
     result["predict_words_per_second"] = round(n_words / times["predict"] * 1000)
@@ -135,9 +120,7 @@ def main() -> None:
             syncs = [str(w.message).splitlines()[0] for w in caught if "synchroniz" in str(w.message)]
             result["torch_synchronisations_in_predict"] = len(syncs)
             print(f"torch synchronisations in one predict: {len(syncs)}")
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
+    write_json(result, args.output)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Peak memory and time for tagging one very long doc.
 
-    python benchmarks/long_doc_memory.py MODEL_DIR [--tokens 100000] [--window 8192] [--chunk-size 512]
+    python -m benchmarks.long_doc_memory MODEL_DIR [--tokens 100000] [--window 8192] [--chunk-size 512]
 
 Builds a doc from the words of a sentence list repeated to --tokens tokens,
 tags it once, and prints the process's peak resident memory (ru_maxrss) before

@@ -1,6 +1,6 @@
 """crf_tagger against spaCy's tagger, end to end, side by side in one process.
 
-    python benchmarks/pipeline_compare.py training/cpu/model-best training/baseline/model-best \\
+    python -m benchmarks.pipeline_compare training/cpu/model-best training/baseline/model-best \\
         corpus/en_ewt-ud-dev.spacy corpus/en_ewt-ud-train.spacy [--repeats 5] [--threads 1]
 
 Measures, with the same thread count, medians over repeats taken in turn:
@@ -10,7 +10,6 @@ Measures, with the same thread count, medians over repeats taken in turn:
   3. training words/s of both (nlp.update on train batches of ~1000 words).
 """
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import torch
 from spacy.tokens import DocBin
 from spacy.training import Example
 
-from pipeline_speed import unannotated_docs, words_per_second  # noqa: E402
+from .common import unannotated_docs, words_per_second, write_json
 
 
 def decode_share(nlp, docs, batch_size=256):
@@ -99,9 +98,7 @@ def main() -> None:
     print(f"crf_tagger/spaCy: pipe {p['crf_tagger'] / p['spaCy tagger']:.2f}x, "
           f"training {t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi = "
           f"{100 * result['decode_share_of_encoder']:.1f}% of the encoder's time in predict")
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
+    write_json(result, args.output)
 
 
 if __name__ == "__main__":

@@ -1,46 +1,17 @@
 """Words per second of a trained pipeline's nlp.pipe on a corpus (gold tokens).
 
-    python benchmarks/pipeline_speed.py MODEL_DIR corpus/en_ewt-ud-dev.spacy \
+    python -m benchmarks.pipeline_speed MODEL_DIR corpus/en_ewt-ud-dev.spacy \
         --output metrics/cpu-speed.json [--repeats 5] [--threads 1] [--gpu-id -1]
 
 Prints and writes the median over repeats, after one warm-up pass.
 """
 import argparse
-import json
-import statistics
-import time
 from pathlib import Path
 
 import spacy
 import torch
-from spacy.tokens import Doc, DocBin
 
-
-def unannotated_docs(nlp, corpus_path):
-    """The corpus' words and spaces, without any annotation."""
-    docs = DocBin().from_disk(corpus_path).get_docs(nlp.vocab)
-    return [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in docs]
-
-
-def words_per_second(nlp, docs, *, repeats, batch_size):
-    n_words = sum(len(doc) for doc in docs)
-    list(nlp.pipe((doc.copy() for doc in docs[:50]), batch_size=batch_size))  # warm-up
-    rates = []
-    for _ in range(repeats):
-        fresh = [doc.copy() for doc in docs]
-        start = time.perf_counter()
-        for _ in nlp.pipe(fresh, batch_size=batch_size):
-            pass
-        rates.append(n_words / (time.perf_counter() - start))
-    return statistics.median(rates), rates, n_words
-
-
-def report(result: dict, output) -> None:
-    """Print the result as one JSON line, and write it to `output` if given."""
-    print(json.dumps(result))
-    if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(result, indent=2))
+from .common import report, unannotated_docs, words_per_second
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """`spacy train` steps per second, start-up left out.
 
-    python benchmarks/train_steps.py configs/cpu.cfg corpus/en_ewt-ud-train.spacy \\
+    python -m benchmarks.train_steps configs/cpu.cfg corpus/en_ewt-ud-train.spacy \\
         corpus/en_ewt-ud-dev.spacy [--steps 300] [--warmup 30] [--gpu-id 0] [--save DIR] [--output F]
 
 Runs spaCy's own training loop (`train_while_improving` over
@@ -16,7 +16,6 @@ steps (host time: what a GPU run waits on), by own and cumulative time.
 import argparse
 import cProfile
 import io
-import json
 import pstats
 import sys
 import time
@@ -28,6 +27,8 @@ from spacy.schemas import ConfigSchemaTraining
 from spacy.training.initialize import init_nlp
 from spacy.training.loop import create_train_batches, train_while_improving
 from spacy.util import load_config, registry, resolve_dot_names
+
+from .common import report
 
 
 def synchronise(gpu_id: int) -> None:
@@ -121,12 +122,9 @@ def main() -> None:
         "words_per_second": round(n_words / seconds),
         "init_seconds": round(init_seconds, 1),
     }
-    print(json.dumps(result))
+    report(result, args.output)
     if args.save:
         nlp.to_disk(args.save)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

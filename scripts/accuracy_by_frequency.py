@@ -1,6 +1,6 @@
 """Where a tagger's errors are: accuracy by how often each word was seen in training.
 
-    python scripts/accuracy_by_frequency.py training/cpu/model-best \
+    python -m scripts.accuracy_by_frequency training/cpu/model-best \
         corpus/en_ewt-ud-train.spacy corpus/en_ewt-ud-dev.spacy [--attr tag_] [--top 10]
 
 Tags the dev sentences on their gold tokens (one sentence per doc, as
@@ -9,30 +9,19 @@ tokens, the accuracy and the error count for words never seen in the training
 data, seen once, 2-9 times and 10 or more times, and the most frequent
 (gold, predicted) confusions.
 """
-import argparse
 import collections
 import json
 
 import spacy
 from spacy.tokens import DocBin
 
-from paired_test import gold_sentences, tag_gold_tokens
+from .common import gold_sentences, model_train_dev_parser, tag_gold_tokens
 
 BUCKETS = [("unseen", 0, 0), ("once", 1, 1), ("2-9", 2, 9), ("10+", 10, None)]
 
 
 def bucket_of(count: int) -> str:
     return next(name for name, low, high in BUCKETS if count >= low and (high is None or count <= high))
-
-
-def model_train_dev_parser(doc: str) -> argparse.ArgumentParser:
-    """The arguments of a script that scores a model against its training and dev data."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("model")
-    parser.add_argument("train")
-    parser.add_argument("dev")
-    parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
-    return parser
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Build the spacy-crf wheel into a folder, beside the pipeline's wheel, so that
 a machine without spacy-crf (a Ray worker node, a fresh venv) can install both.
 
-    python scripts/build_spacy_crf_wheel.py packages
+    python -m scripts.build_spacy_crf_wheel packages
 
 The source is the spacy-crf that Python imports here (this repository, or an
 editable install of it).

@@ -1,4 +1,7 @@
-"""Exit with a clear message if the treebank's CoNLL-U files are not there."""
+"""Exit with a clear message if the treebank's CoNLL-U files are not there.
+
+    python -m scripts.check_treebank TREEBANK_DIR NAME ...
+"""
 import sys
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """Convert Universal NER IOB2 files to .spacy, sentences grouped into docs.
 
-    python scripts/convert_uner.py IN.iob2 OUT.spacy [--n-sents 10] [--drop OTH]
+    python -m scripts.convert_uner IN.iob2 OUT.spacy [--n-sents 10] [--drop OTH]
 
 Columns: index, token, IOB2 tag, ... Labels in --drop (default OTH, which
 early releases had and later ones removed) and the stray "B-O"/"I-O" become O.

@@ -1,6 +1,6 @@
 """What decoding choices buy a trained crf_tagger: Viterbi, per-token marginals, a tag dictionary.
 
-    python scripts/decoding_ablation.py training/cpu/model-best \
+    python -m scripts.decoding_ablation training/cpu/model-best \
         corpus/en_ewt-ud-train.spacy corpus/en_ewt-ud-dev.spacy [--attr tag_] [--min-counts 1 2 5 10 20]
 
 Tags the dev sentences on their gold tokens (one sentence per doc, as
@@ -23,8 +23,7 @@ import numpy
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from accuracy_by_frequency import model_train_dev_parser
-from paired_test import gold_sentences
+from .common import gold_sentences, model_train_dev_parser
 
 
 def tag_dictionary(docs: Iterable[Doc], attr: str) -> Dict[str, collections.Counter]:

@@ -1,6 +1,6 @@
 """Compare two taggers token by token on gold-tokenised dev data (McNemar's test).
 
-    python scripts/paired_test.py training/cpu/model-best training/softmax/model-best \
+    python -m scripts.paired_test training/cpu/model-best training/softmax/model-best \
         corpus/en_ewt-ud-dev.spacy [--attr tag_]
 
 Prints each model's accuracy, the tokens where exactly one of them is right, and
@@ -10,18 +10,8 @@ import argparse
 import json
 
 import spacy
-from spacy.tokens import Doc, DocBin
 
-
-def gold_sentences(corpus_path, vocab):
-    """The corpus' sentences, one doc each, as `spacy evaluate --gold-preproc` reads them."""
-    return [sent.as_doc() for doc in DocBin().from_disk(corpus_path).get_docs(vocab) for sent in doc.sents]
-
-
-def tag_gold_tokens(model_path, gold_docs):
-    """The docs tagged by the pipeline at model_path, on their own tokens."""
-    nlp = spacy.load(model_path)
-    return nlp.pipe(Doc(nlp.vocab, words=[t.text for t in doc]) for doc in gold_docs)
+from .common import gold_sentences, tag_gold_tokens
 
 
 def predictions(model_path, gold_docs, attr):

@@ -1,9 +1,9 @@
 """Print the results table (Markdown) from the project's own outputs.
 
-    python scripts/results_table.py metrics
+    python -m scripts.results_table metrics
 
 Reads metrics/<name>.json (spacy evaluate), metrics/<name>-speed.json
-(benchmarks/pipeline_speed.py) and training/<name>/train_time.json. A name
+(benchmarks.pipeline_speed) and training/<name>/train_time.json. A name
 without its own configs/<name>.cfg is an ablation: its config column is the
 config of the `spacy train` command in train_time.json. After the config come
 the settings the run used that the config file does not have today: its

@@ -1,4 +1,6 @@
-"""Run a command and write its wall time and peak memory as JSON: timed.py OUT.json -- CMD ...
+"""Run a command and write its wall time and peak memory as JSON.
+
+    python -m scripts.timed OUT.json -- CMD ...
 
 A command that starts with `python` runs with the interpreter that runs this
 script, as spaCy's project runner does for the outer command: a venv's python
@@ -29,7 +31,7 @@ def children_max_rss_mb() -> Optional[float]:
 def main(argv: list) -> int:
     out, separator, command = argv[0], argv[1], argv[2:]
     if separator != "--" or not command:
-        print("usage: timed.py OUT.json -- COMMAND ...", file=sys.stderr)
+        print("usage: python -m scripts.timed OUT.json -- COMMAND ...", file=sys.stderr)
         return 2
     if command[0] in ("python", "python3"):
         command = [sys.executable, *command[1:]]

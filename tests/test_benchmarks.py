@@ -10,12 +10,13 @@ import pytest
 from .helpers import SENTENCES, write_docbin
 
 ROOT = Path(__file__).parent.parent
-BENCHMARKS = ROOT / "benchmarks"
 
 
-def run(script, *args):
+def run(module, *args):
+    """`python -m benchmarks.<module> args` from the repository root; its stdout."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT)
+    command = [sys.executable, "-m", f"benchmarks.{module}", *map(str, args)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -28,13 +29,13 @@ def corpus(tmp_path_factory):
 
 
 def test_gpu_benchmark_smoke_test_without_a_gpu():
-    out = run("gpu.py", "--interpret")
+    out = run("gpu", "--interpret")
     assert "same paths and NLL as the torch path" in out
 
 
 def test_train_steps_times_spacys_training_loop(corpus, tmp_path):
     output = tmp_path / "steps.json"
-    run("train_steps.py", ROOT / "configs/cpu.cfg", corpus, corpus, "--steps", 8, "--warmup", 3,
+    run("train_steps", ROOT / "configs/cpu.cfg", corpus, corpus, "--steps", 8, "--warmup", 3,
         "--save", tmp_path / "model", "--profile", tmp_path / "profile.txt", "--output", output)
     result = json.loads(output.read_text())
     assert result["steps"] == 5 and result["steps_per_second"] > 0 and result["words_per_second"] > 0
@@ -44,7 +45,7 @@ def test_train_steps_times_spacys_training_loop(corpus, tmp_path):
 
 def test_gpu_stages_on_cpu(corpus, tmp_path):
     output = tmp_path / "stages.json"
-    run("gpu_stages.py", corpus, "--config", ROOT / "configs/cpu.cfg", "--init-corpus", corpus,
+    run("gpu_stages", corpus, "--config", ROOT / "configs/cpu.cfg", "--init-corpus", corpus,
         "--gpu-id", -1, "--repeats", 2, "--output", output)
     result = json.loads(output.read_text())
     assert set(result["ms"]) == {"tok2vec", "tok2vec + network", "decode (Viterbi)", "predict", "set_annotations"}

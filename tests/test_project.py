@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from scripts.decoding_ablation import restrict_to_dictionary
+from scripts.results_table import main as print_results_table
+
 ROOT = Path(__file__).parent.parent
 PROJECT_FILES = ["project.yml", "configs", "scripts", "benchmarks"]
 
@@ -76,8 +79,8 @@ def unactivated_env():
 def test_timed_script_runs_python_with_its_own_interpreter(tmp_path):
     out = tmp_path / "time.json"
     code = "import sys, spacy; print(sys.executable)"
-    result = run([sys.executable, str(ROOT / "scripts" / "timed.py"), str(out), "--", "python", "-c", code],
-                 cwd=tmp_path, env=unactivated_env())
+    result = run([sys.executable, "-m", "scripts.timed", str(out), "--", "python", "-c", code],
+                 cwd=ROOT, env=unactivated_env())
     assert result.stdout.splitlines()[0] == sys.executable
     record = json.loads(out.read_text())
     assert record["train_seconds"] >= 0
@@ -96,7 +99,7 @@ def test_workflow_all_writes_metrics_speed_and_wheel(project):
     assert all(row["same_paths"] and row["same_nll"] for row in kernels["rows"])
     train_time = json.loads((project / "training" / "cpu" / "train_time.json").read_text())
     assert train_time["train_seconds"] > 0
-    table = run([sys.executable, "scripts/results_table.py", "metrics"], cwd=project).stdout
+    table = run([sys.executable, "-m", "scripts.results_table", "metrics"], cwd=project).stdout
     assert "crf_tagger, CPU config" in table
     wheels = list((project / "packages").glob("*/dist/en_crf_tagger_ewt-0.1.0-py3-none-any.whl"))
     assert len(wheels) == 1
@@ -154,12 +157,13 @@ def test_tag_ray_tags_the_dev_corpus(project):
     assert all(len(row["tags"]) == len(row["tokens"]) > 0 for row in rows)
 
 
-def results_table(root):
-    """The lines results_table.py prints for root/metrics."""
-    return run([sys.executable, str(ROOT / "scripts" / "results_table.py"), str(root / "metrics")], cwd=root).stdout.splitlines()
+def results_table(root, capsys):
+    """The lines scripts.results_table prints for root/metrics."""
+    print_results_table(str(root / "metrics"))
+    return capsys.readouterr().out.splitlines()
 
 
-def test_results_table_names_ablations_by_their_overrides(tmp_path):
+def test_results_table_names_ablations_by_their_overrides(tmp_path, capsys):
     """A metrics file without its own config is an ablation: the table gives
     the config and the overrides of the `spacy train` command that made it."""
     (tmp_path / "configs").mkdir()
@@ -172,12 +176,12 @@ def test_results_table_names_ablations_by_their_overrides(tmp_path):
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "cpu.json").write_text(json.dumps({"tag_acc": 0.9463}))
     (tmp_path / "metrics" / "cpu_depth2.json").write_text(json.dumps({"tag_acc": 0.947}))
-    table = results_table(tmp_path)
+    table = results_table(tmp_path, capsys)
     assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` | 94.63 | - | 10.0 min | - |"
     assert table[3] == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
 
 
-def test_results_table_gives_the_settings_a_run_used(tmp_path):
+def test_results_table_gives_the_settings_a_run_used(tmp_path, capsys):
     """A run trained before its config file changed, or with overrides, is
     shown with the settings of the config spaCy saved beside its model."""
     (tmp_path / "configs").mkdir()
@@ -193,20 +197,20 @@ def test_results_table_gives_the_settings_a_run_used(tmp_path):
         (tmp_path / "training" / name / "train_time.json").write_text(json.dumps({"train_seconds": None, "command": command}))
         (tmp_path / "metrics").mkdir(exist_ok=True)
         (tmp_path / "metrics" / f"{name}.json").write_text(json.dumps({"tag_acc": 0.95}))
-    table = results_table(tmp_path)
+    table = results_table(tmp_path, capsys)
     assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` word_dropout = 0.05 | 95.00 | - | - | - |"
     assert table[3] == "| cpu_deep | `configs/cpu.cfg` depth = 2 | 95.00 | - | - | - |"
 
 
 @pytest.mark.slow
 def test_accuracy_scripts_on_the_trained_model(project):
-    """paired_test.py and accuracy_by_frequency.py read the same model and data."""
+    """scripts.paired_test and scripts.accuracy_by_frequency read the same model and data."""
     model, train, dev = "training/cpu/model-best", "corpus/en_ewt-ud-train.spacy", "corpus/en_ewt-ud-dev.spacy"
     scores = json.loads((project / "metrics" / "cpu.json").read_text())
-    paired = json.loads(run([sys.executable, "scripts/paired_test.py", model, model, dev], cwd=project).stdout)
+    paired = json.loads(run([sys.executable, "-m", "scripts.paired_test", model, model, dev], cwd=project).stdout)
     assert paired["tokens"] == 28 and paired["only_a_right"] == paired["only_b_right"] == 0
     assert paired["acc_a"] == pytest.approx(100 * scores["tag_acc"], abs=0.01)
-    command = [sys.executable, "scripts/accuracy_by_frequency.py", model, train, dev, "--top", "100"]
+    command = [sys.executable, "-m", "scripts.accuracy_by_frequency", model, train, dev, "--top", "100"]
     by_count = json.loads(run(command, cwd=project).stdout)
     buckets = by_count["by_training_count"]
     # the dev sentences are training sentences: each word was seen 8 or 16 times
@@ -214,7 +218,7 @@ def test_accuracy_scripts_on_the_trained_model(project):
     assert buckets["2-9"]["share"] + buckets["10+"]["share"] == 100 and by_count["tokens"] == 28
     assert by_count["accuracy"] == pytest.approx(paired["acc_a"], abs=0.01)
     assert sum(by_count["confusions"].values()) == buckets["2-9"]["errors"] + buckets["10+"]["errors"]
-    command = [sys.executable, "scripts/decoding_ablation.py", model, train, dev, "--min-counts", "1", "100"]
+    command = [sys.executable, "-m", "scripts.decoding_ablation", model, train, dev, "--min-counts", "1", "100"]
     decoding = json.loads(run(command, cwd=project).stdout)
     assert decoding["tokens"] == 28 and decoding["viterbi"] == paired["acc_a"]
     # no word was seen 100 times: that dictionary changes nothing
@@ -223,17 +227,12 @@ def test_accuracy_scripts_on_the_trained_model(project):
 
 
 def test_tag_dictionary_replaces_only_tags_a_frequent_word_never_had():
-    """decoding_ablation.py's tag dictionary: a word seen min_count+ times keeps
+    """scripts.decoding_ablation's tag dictionary: a word seen min_count+ times keeps
     a tag it was seen with, else takes its most probable tag among those."""
     import collections
 
     import numpy
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from decoding_ablation import restrict_to_dictionary
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     labels = ["DT", "NN", "VB", "NNP"]
     dictionary = {"the": collections.Counter(DT=5), "run": collections.Counter(NN=2, VB=3), "Zed": collections.Counter(NNP=1)}
     marginals = numpy.array([

@@ -1,0 +1,140 @@
+"""What the benchmarks share: timers, the corpora they time on, random CRF batches, and their output."""
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Tuple
+
+import torch
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+
+from spacy_crf.nn import CRFScores
+
+# the (B, T, K) shapes of the CRF kernel benchmarks (crf_kernels, gpu)
+SHAPES = [(256, 40, 18), (256, 40, 50), (1024, 60, 50), (16, 512, 20)]
+
+
+def median_ms(fn: Callable[[], object], repeats: int, device: str = "cpu") -> float:
+    """Median time of fn() over repeats, after two warm-up calls.
+
+    fn (Callable[[], object]): what is timed.
+    repeats (int): how many timed calls.
+    device (str): "cuda" times each call between CUDA events, the device
+        synchronised before it and before reading; anything else, by the host clock.
+    RETURNS (float): the median, in milliseconds.
+    """
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            begin = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - begin) * 1000)
+    return statistics.median(times)
+
+
+def unannotated_docs(nlp: Language, corpus_path: str) -> List[Doc]:
+    """The corpus' words and spaces, without any annotation.
+
+    nlp (Language): the pipeline whose vocab the docs use.
+    corpus_path (str): a .spacy file.
+    RETURNS (List[Doc]): one doc per doc of the corpus.
+    """
+    docs = DocBin().from_disk(corpus_path).get_docs(nlp.vocab)
+    return [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in docs]
+
+
+def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size: int) -> Tuple[float, List[float], int]:
+    """nlp.pipe words/s on copies of docs, after a warm-up on 50 of them.
+
+    nlp (Language): the pipeline.
+    docs (List[Doc]): the docs, copied before each pass.
+    repeats (int): how many timed passes.
+    batch_size (int): nlp.pipe's batch size.
+    RETURNS (Tuple[float, List[float], int]): the median rate, the rate of each
+        pass, and the number of words in docs.
+    """
+    n_words = sum(len(doc) for doc in docs)
+    list(nlp.pipe((doc.copy() for doc in docs[:50]), batch_size=batch_size))  # warm-up
+    rates = []
+    for _ in range(repeats):
+        fresh = [doc.copy() for doc in docs]
+        start = time.perf_counter()
+        for _ in nlp.pipe(fresh, batch_size=batch_size):
+            pass
+        rates.append(n_words / (time.perf_counter() - start))
+    return statistics.median(rates), rates, n_words
+
+
+def make_batch(B: int, T: int, K: int, device: str = "cpu", seed: int = 0) -> Tuple[CRFScores, torch.Tensor, torch.Tensor]:
+    """Random CRF scores and gold tags, the first sequence T long and the
+    others 1 to T; the same for a seed on every device.
+
+    B (int): batch size. T (int): longest length. K (int): number of tags.
+    device (str): where the scores and tags go.
+    seed (int): the generator's seed.
+    RETURNS (Tuple[CRFScores, torch.Tensor, torch.Tensor]): the scores, the
+        tags (B, T), and the lengths (B,), on the host.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (B,), generator=gen)
+    lengths[0] = T
+    mask = torch.arange(T) < lengths[:, None]  # shape: (B, T)
+    scores = CRFScores(
+        torch.randn(B, T, K, generator=gen),
+        mask,
+        torch.randn(K, K, generator=gen) * 0.1,
+        torch.randn(K, generator=gen) * 0.1,
+        torch.randn(K, generator=gen) * 0.1,
+    )
+    tags = torch.randint(K, (B, T), generator=gen)
+    return CRFScores(*(x.to(device) for x in scores)), tags.to(device), lengths
+
+
+def torchcrf_for(scores: CRFScores) -> torch.nn.Module:
+    """A pytorch-crf CRF with the transitions of scores, on their device
+    (needs the `benchmark` extra).
+
+    scores (CRFScores): the scores whose transitions, start and end it copies.
+    RETURNS (torchcrf.CRF): the CRF, batch first.
+    """
+    from torchcrf import CRF
+
+    K = scores.emissions.shape[2]
+    crf = CRF(K, batch_first=True).to(scores.emissions.device)
+    with torch.no_grad():
+        crf.transitions.copy_(scores.transitions)
+        crf.start_transitions.copy_(scores.start)
+        crf.end_transitions.copy_(scores.end)
+    return crf
+
+
+def write_json(result: dict, output: Optional[Path]) -> None:
+    """Write the result as indented JSON to output, if given, creating its folder.
+
+    result (dict): the benchmark's figures.
+    output (Optional[Path]): the file, or None.
+    """
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=2))
+
+
+def report(result: dict, output: Optional[Path]) -> None:
+    """Print the result as one JSON line, and write it to output if given.
+
+    result (dict): the benchmark's figures.
+    output (Optional[Path]): the file, or None.
+    """
+    print(json.dumps(result))
+    write_json(result, output)

@@ -1,0 +1,1 @@
+"""The spaCy project's helper scripts; run each from the repository root as `python -m scripts.NAME`."""
