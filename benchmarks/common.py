@@ -1,5 +1,8 @@
 """What the benchmarks share: timers, the corpora they time on, random CRF batches, and their output."""
+import contextlib
 import json
+import os
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -119,13 +122,42 @@ def torchcrf_for(scores: CRFScores) -> torch.nn.Module:
     return crf
 
 
+def environment() -> dict:
+    """Where a benchmark ran: the CPU's model, the logical CPUs, the GPU if
+    CUDA is up, and the versions of Python, torch, spaCy and spacy-crf.
+
+    RETURNS (dict): the description, recorded with every benchmark's output.
+    """
+    import spacy
+
+    import spacy_crf
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "logical_cpus": os.cpu_count(),
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "spacy": spacy.__version__,
+        "spacy_crf": spacy_crf.__version__,
+    }
+
+
 def write_json(result: dict, output: Optional[Path]) -> None:
-    """Write the result as indented JSON to output, if given, creating its folder.
+    """Write the result as indented JSON to output, if given, creating its
+    folder; the result gains an "environment" entry (see `environment`).
 
     result (dict): the benchmark's figures.
     output (Optional[Path]): the file, or None.
     """
     if output:
+        result = {**result, "environment": result.get("environment") or environment()}
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(result, indent=2))
 

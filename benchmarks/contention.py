@@ -22,8 +22,6 @@ writes everything as JSON to --output.
 """
 import argparse
 import contextlib
-import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -32,13 +30,15 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 import spacy
-import torch
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from spacy_crf.threads import torch_default_threads
 
+from .common import write_json
+
+STARTUP_SECONDS = 3.0
 COMPETITORS = {
     "quiet": None,
     "torch": "import torch\nx = torch.randn(2048, 2048)\nwhile True:\n    x @ x\n",
@@ -50,7 +50,7 @@ def sentences(nlp: Language, path: Path, n: int) -> List[Doc]:
     """The first n sentences of a .spacy corpus, each a Doc with its gold tags."""
     out: List[Doc] = []
     for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
-        for sent in doc.sents:
+        for sent in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
             out.append(sent.as_doc())
             if len(out) == n:
                 return out
@@ -70,7 +70,7 @@ def competitor(kind: str) -> Iterator[None]:
         yield
         return
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(3.0)  # let it import and reach its loop
+    time.sleep(STARTUP_SECONDS)  # let it import and reach its loop
     try:
         yield
     finally:
@@ -110,23 +110,11 @@ class System:
         return n_words / (time.perf_counter() - start)
 
 
-def machine() -> str:
-    """The CPU's model name and the number of logical CPUs."""
-    name = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    import os
-
-    return f"{name}, {os.cpu_count()} logical CPUs"
-
-
 def table(results: Dict) -> str:
     """A Markdown table: per system and workload, each condition's median and
-    its ratio to the quiet median."""
-    kinds = list(COMPETITORS)
+    its ratio to the quiet median (the conditions measured, quiet first)."""
+    first = next(iter(next(iter(results.values())).values()))
+    kinds = [kind for kind in COMPETITORS if kind in first]
     head = "| system | workload | " + " | ".join(kinds) + " |"
     lines = [head, "|" + "---|" * (2 + len(kinds))]
     for system, workloads in results.items():
@@ -183,8 +171,6 @@ def main(argv: Optional[List[str]] = None) -> Dict:
         for system, workloads in runs.items()
     }
     record = {
-        "machine": machine(),
-        "torch": torch.__version__,
         "torch_default_threads": pool,
         "conditions": {kind: COMPETITORS[kind] for kind in args.conditions},
         "settings": {k: str(v) for k, v in vars(args).items()},
@@ -192,9 +178,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     }
     if "quiet" in args.conditions:
         print(table(results))
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(record, indent=2))
+    write_json(record, args.output)
     return record
 
 

@@ -50,3 +50,18 @@ def test_gpu_stages_on_cpu(corpus, tmp_path):
     result = json.loads(output.read_text())
     assert set(result["ms"]) == {"tok2vec", "tok2vec + network", "decode (Viterbi)", "predict", "set_annotations"}
     assert result["n_words"] == 3 * sum(len(words) for words, _ in SENTENCES)
+
+
+def test_contention_measures_every_system_in_every_condition(corpus, tmp_path):
+    output = tmp_path / "contention.json"
+    out = run("contention", corpus, corpus, "--init-sentences", 6, "--pipe-sentences", 6, "--batch-size", 2,
+              "--updates", 1, "--warmup", 1, "--repeats", 1, "--conditions", "quiet", "busy", "--output", output)
+    result = json.loads(output.read_text())
+    systems = ["crf_tagger (threads = 0, auto)", "spaCy tagger"]
+    assert [s for s in systems if s in result["results"]] == systems and len(result["results"]) == 3
+    for workloads in result["results"].values():
+        for by_kind in workloads.values():
+            assert set(by_kind) == {"quiet", "busy"}
+            assert all(run["median"] > 0 for run in by_kind.values())
+    assert result["environment"]["logical_cpus"] >= 1
+    assert "| spaCy tagger | train updates/s |" in out
