@@ -2,23 +2,38 @@
 
 Where things are:
 - tagger.py: the `crf_tagger` component (spaCy glue, no tensors);
-- targets.py: what "tag", "pos" and "ents" mean (labels, gold values, writing);
+- targets.py: what "tag", "pos", "tag+pos" and "ents" mean (labels, gold values, writing);
 - constraints.py: which transitions a tag scheme allows;
+- threads.py: the CPU thread count of the component's torch work;
 - ml/: the Thinc side (architectures, shim, the model's output, the loss);
-- nn/: the torch side (CRF maths, loss, constraints, the BiLSTM-CRF network).
+- nn/: the torch side (CRF maths and kernels, loss, constraints, the network);
+- corpus/: tagging a corpus with a trained pipeline (local engine or Ray Data).
+
+The public names below are the functions behind the registered names, one
+export per registered version.
 """
-from .ml import build_bilstm_crf, build_hash_char_embed, build_hash_char_embed_v2
+from .about import __version__
+from .ml import (
+    build_bilstm_crf,
+    build_char_cnn,
+    build_hash_char_embed,
+    build_hash_char_embed_v2,
+    build_hash_char_embed_v3,
+    build_hash_char_embed_v4,
+)
 from .scorers import make_crf_tagger_scorer
 from .tagger import CRFPrediction, CRFTagger, make_crf_tagger
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CRFPrediction",
     "CRFTagger",
+    "__version__",
     "build_bilstm_crf",
+    "build_char_cnn",
     "build_hash_char_embed",
     "build_hash_char_embed_v2",
+    "build_hash_char_embed_v3",
+    "build_hash_char_embed_v4",
     "make_crf_tagger",
     "make_crf_tagger_scorer",
 ]

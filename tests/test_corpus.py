@@ -2,6 +2,7 @@
 records, coded errors and the command line (the ray engine: test_corpus_ray.py)."""
 import json
 import os
+import pickle
 import re
 import string
 import subprocess
@@ -14,7 +15,7 @@ from spacy.tokens import DocBin
 
 from spacy_crf.corpus import BadRecordError, CorpusErrors, tag_corpus
 from spacy_crf.corpus.readers import plan_shards, read_chunk
-from spacy_crf.corpus.writers import MANIFEST, read_manifest
+from spacy_crf.corpus.writers import MANIFEST, read_manifest, write_shard
 
 from .corpus_data import (
     assert_rows_match,
@@ -296,6 +297,32 @@ def test_ray_missing_gives_a_clear_error(model, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"\[E109\].*spacy-crf\[ray\]"):
         tag(model, tmp_path / "in.jsonl", tmp_path / "out", engine="ray")
+    assert not (tmp_path / "out").exists()
+
+
+def test_pyarrow_missing_gives_a_clear_error_for_parquet_only(model, tmp_path, monkeypatch):
+    """Parquet input or output without pyarrow: E113 before anything is
+    written; the other formats work without it."""
+    write_parquet(tmp_path / "in.parquet", records(3))
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", records(3))
+    write_text(folder / "b.txt", ["Eat blue ham"])
+    write_docbin(folder / "c.spacy", ["eggs"])
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match=r'^\[E113\] Reading Parquet needs pyarrow: pip install "spacy-crf\[corpus\]"'):
+        tag(model, tmp_path / "in.parquet", tmp_path / "out-read")
+    with pytest.raises(ImportError, match=r'^\[E113\] Writing Parquet needs pyarrow: pip install "spacy-crf\[corpus\]"'):
+        tag(model, folder, tmp_path / "out-write", output_format="parquet")
+    assert not (tmp_path / "out-read").exists() and not (tmp_path / "out-write").exists()
+    (tmp_path / "shards").mkdir()
+    with pytest.raises(ImportError, match=r"^\[E113\] Writing Parquet"):
+        write_shard(tmp_path / "shards", "x", [pickle.dumps([{"id": "a"}])], output_format="parquet")
+    assert not list((tmp_path / "shards").iterdir())
+    for output_format in ("jsonl", "docbin"):
+        summary = tag(model, folder, tmp_path / output_format, output_format=output_format)
+        assert (summary.docs, summary.shards_written) == (5, 3)
 
 
 @pytest.mark.slow

@@ -3,11 +3,12 @@ once for the module: the same output as nlp.pipe and the local engine, for
 every input format; resumption; a worker that dies; bad records."""
 import pytest
 import spacy
+import torch
 
 from spacy_crf.corpus import BadRecordError, tag_corpus
-from spacy_crf.corpus.ray_engine import FAULT_MARKER_ENV
 from spacy_crf.corpus.writers import read_manifest
 
+from . import ray_faults
 from .corpus_data import (
     assert_rows_match,
     read_jsonl_rows,
@@ -24,9 +25,17 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def fault_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("faults")
+
+
 @pytest.fixture(scope="module", autouse=True)
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+def cluster(fault_dir):
+    """One cluster for the module; its workers can be armed to kill an actor
+    (tests/ray_faults.py), which they never do unless a test arms them."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING",
+             runtime_env=ray_faults.runtime_env(fault_dir, torch.get_num_threads()))
     yield
     ray.shutdown()
 
@@ -99,12 +108,11 @@ def test_resumes_after_a_stop_each_document_once(model, tmp_path):
     assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in rows}))
 
 
-def test_a_worker_killed_mid_run_loses_no_document(model, tmp_path, monkeypatch):
+def test_a_worker_killed_mid_run_loses_no_document(model, tmp_path, fault_dir):
     rows = records(30)
     write_jsonl(tmp_path / "in.jsonl", rows)
-    marker = tmp_path / "killed"
-    monkeypatch.setenv(FAULT_MARKER_ENV, str(marker))  # the first actor to get a chunk exits
-    summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=10, batch_size=4, workers=2)
+    with ray_faults.one_actor_killed(fault_dir) as marker:  # the first actor to get a chunk exits
+        summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=10, batch_size=4, workers=2)
     assert marker.exists()
     assert summary.docs == 30 and summary.shards_written == 3
     assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in rows}))

@@ -5,7 +5,7 @@ import sys
 import pytest
 import spacy
 
-import spacy_crf  # noqa: F401
+import spacy_crf
 
 REGISTERED = [
     ("architectures", "spacy_crf.BiLSTMCRF.v1"),
@@ -43,3 +43,22 @@ def test_entry_points_work_without_importing_spacy_crf():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "['crf_tagger']" in result.stdout
+
+
+def test_public_exports_match_the_registered_names():
+    """One export of spacy_crf per registered version, and an entry point each."""
+    from importlib.metadata import entry_points
+
+    exported = {getattr(spacy_crf, name) for name in spacy_crf.__all__}
+    for registry_name, func_name in REGISTERED:
+        assert getattr(spacy.registry, registry_name).get(func_name) in exported, func_name
+    groups = {f"spacy_{registry_name}" for registry_name, _ in REGISTERED}
+    declared = {(ep.group, ep.name) for group in groups for ep in entry_points(group=group)}
+    for registry_name, func_name in REGISTERED:
+        assert (f"spacy_{registry_name}", func_name) in declared
+
+
+def test_one_version_string():
+    from importlib.metadata import version
+
+    assert version("spacy-crf") == spacy_crf.__version__

@@ -42,6 +42,7 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "is for CPUs); got workers={workers}, gpus_per_worker={gpus}. Use "
         "--engine ray for several GPU workers."
     )
+    E113 = "{action} Parquet needs pyarrow: pip install \"spacy-crf[corpus]\"."
 
 
 class BadRecordError(ValueError):

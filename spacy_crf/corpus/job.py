@@ -10,6 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 import spacy
 
 from .errors import BadRecordError, CorpusErrors
+from .parquet import import_pyarrow
 from .pipeline import ChunkResult, load_pipeline
 from .readers import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, plan_shards
 from .writers import OUTPUT_FORMATS, append_manifest, check_job, clear_job, is_complete, read_manifest, remove_temporary_files, write_shard
@@ -85,7 +86,8 @@ def tag_corpus(
     model (Union[str, Path]): a pipeline folder or an installed package name,
         with a crf_tagger component.
     input (Union[str, Path]): a file or a folder of files (JSON Lines, plain
-        text with one document per line, Parquet, spaCy DocBin).
+        text with one document per line, Parquet, spaCy DocBin). Parquet
+        input and output need pyarrow (pip install "spacy-crf[corpus]").
     output (Union[str, Path]): the output folder.
     engine (str): "local" (nlp.pipe) or "ray" (Ray Data).
     workers (int): processes (local engine) or Ray actors (ray engine), one core each.
@@ -171,6 +173,14 @@ def _check_options(*, engine: str, workers: int, gpus_per_worker: float, batch_s
             raise ValueError(CorpusErrors.E111.format(setting=setting, minimum=minimum, value=value))
     if engine == "local" and gpus_per_worker > 0 and workers > 1:
         raise ValueError(CorpusErrors.E112.format(workers=workers, gpus=gpus_per_worker))
+    # the optional dependencies, here rather than when they are first used,
+    # so that a job that cannot run fails before it writes anything
+    if output_format == "parquet":
+        import_pyarrow(action="Writing")
+    if engine == "ray":
+        from .ray_engine import import_ray
+
+        import_ray()
 
 
 def _run(nlp: Any, todo: List[Shard], work: List[Chunk], output: Path, summary: TagSummary, *, engine: str,

@@ -10,7 +10,6 @@ once, from the attempt that finished.
 """
 import contextlib
 import logging
-import os
 import pickle
 import time
 from typing import Any, Dict, Iterator, List, Optional
@@ -22,13 +21,14 @@ from .errors import CorpusErrors
 from .pipeline import ChunkTagger, ChunkResult, pipeline_from_payload, pipeline_payload
 from .readers import Chunk, ReadOptions, read_chunk
 
-# test-only: an actor exits (os._exit) on its first chunk if this file does not
-# exist yet, after creating it, so that exactly one actor dies mid-run
-FAULT_MARKER_ENV = "SPACY_CRF_FAULT_MARKER"
 MAX_BLOCKS = 10000
 
 
-def _import_ray() -> Any:
+def import_ray() -> Any:
+    """Ray, with Ray Data loaded, or E109 when it is not installed.
+
+    RETURNS (module): the ray module.
+    """
     try:
         import ray
         import ray.data  # noqa: F401
@@ -45,7 +45,7 @@ def ray_session(address: Optional[str], *, runtime_env: Optional[Dict[str, Any]]
 
     YIELDS (float): the seconds that ray.init took (0.0 for a session already up).
     """
-    ray = _import_ray()
+    ray = import_ray()
     if ray.is_initialized():
         yield 0.0
         return
@@ -70,8 +70,7 @@ def _read(batch: Dict[str, numpy.ndarray], *, options: ReadOptions) -> Dict[str,
 class _TagActor:
     """Ray Data stage 2 (an actor): load the pipeline once, tag chunks."""
 
-    def __init__(self, payload: Any, *, output_format: str, batch_size: int, use_gpu: bool,
-                 fault_marker: Optional[str] = None) -> None:
+    def __init__(self, payload: Any, *, output_format: str, batch_size: int, use_gpu: bool) -> None:
         import ray
         import spacy
 
@@ -80,12 +79,8 @@ class _TagActor:
         if isinstance(payload, list):  # [ObjectRef]: fetched here, not by Ray
             payload = ray.get(payload[0])
         self.tagger = ChunkTagger(pipeline_from_payload(payload), output_format=output_format, batch_size=batch_size)
-        self.fault_marker = fault_marker
 
     def __call__(self, batch: Dict[str, numpy.ndarray]) -> Dict[str, numpy.ndarray]:
-        if self.fault_marker and not os.path.exists(self.fault_marker):
-            open(self.fault_marker, "w").close()
-            os._exit(1)
         out = []
         for item in batch["chunk"]:
             shard, index, records, bad = pickle.loads(item)
@@ -115,7 +110,7 @@ def run_ray(
     batch_size (int): nlp.pipe's batch size.
     YIELDS (ChunkResult): each chunk once tagged, in no set order.
     """
-    ray = _import_ray()
+    ray = import_ray()
     workers = min(workers, len(chunks))  # no idle actors
     from ray.data import ActorPoolStrategy, DataContext, TaskPoolStrategy
 
@@ -144,7 +139,6 @@ def run_ray(
             "output_format": output_format,
             "batch_size": batch_size,
             "use_gpu": gpus_per_worker > 0,
-            "fault_marker": os.environ.get(FAULT_MARKER_ENV),
         },
         compute=ActorPoolStrategy(size=workers),
         num_cpus=1,

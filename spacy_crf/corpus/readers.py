@@ -10,7 +10,8 @@ engine) cuts the input the same way.
 A record is a plain dict: `{"id": ..., "text": str or None, "words": list or
 None, "spaces": list or None, "fields": dict}` ("words" and "spaces" for DocBin
 input, whose tokens are kept). A record that cannot be read is reported as a
-message that names its file and line.
+message that names its file and line. Parquet input needs pyarrow (the
+"corpus" extra).
 """
 import json
 import os
@@ -21,6 +22,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy
 
 from .errors import BadRecordError, CorpusErrors
+from .parquet import import_pyarrow
 
 INPUT_FORMATS = ("jsonl", "text", "parquet", "docbin")
 SUFFIXES = {
@@ -257,8 +259,7 @@ def _record(record_id: Any, *, text: Optional[str] = None, words: Optional[List[
 
 
 def _parquet_rows(path: Path, column: str) -> int:
-    import pyarrow.parquet
-
+    pyarrow = import_pyarrow(action="Reading")
     file_ = pyarrow.parquet.ParquetFile(path)
     names = file_.schema_arrow.names
     if column not in names:
@@ -267,9 +268,7 @@ def _parquet_rows(path: Path, column: str) -> int:
 
 
 def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
-    import pyarrow
-    import pyarrow.parquet
-
+    pyarrow = import_pyarrow(action="Reading")
     file_ = pyarrow.parquet.ParquetFile(shard.path)
     groups, first, row = [], None, 0
     for group in range(file_.num_row_groups):

@@ -7,7 +7,7 @@ Output formats:
 - "jsonl" / "parquet": one row per doc: the carried fields, then "id",
   "tokens", and "tags" (target "tag"), "pos" (target "pos"), "entities"
   (target "ents": token offsets, label and text) and "confidences" (when the
-  component stores them).
+  component stores them). "parquet" needs pyarrow (the "corpus" extra).
 
 Each shard is written to a hidden temporary file in the output folder, then
 renamed: a shard file is whole or absent. The manifest (manifest.jsonl, one
@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Tuple
 from spacy.tokens import Doc, DocBin
 
 from .errors import CorpusErrors
+from .parquet import import_pyarrow
 
 OUTPUT_FORMATS = ("docbin", "parquet", "jsonl")
 EXTENSIONS = {"docbin": ".spacy", "parquet": ".parquet", "jsonl": ".jsonl"}
@@ -119,9 +120,7 @@ def write_shard(output: Path, shard_name: str, payloads: Iterable[bytes], *, out
             doc_bin.merge(DocBin(store_user_data=True).from_bytes(payload))
         data = doc_bin.to_bytes()
     else:
-        import pyarrow
-        import pyarrow.parquet
-
+        pyarrow = import_pyarrow(action="Writing")
         rows = [row for payload in payloads for row in pickle.loads(payload)]
         pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), tmp)
         data = None

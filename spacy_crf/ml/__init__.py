@@ -5,7 +5,13 @@ from .bilstm_crf import build_bilstm_crf, crf_shim, set_constraints, torch_netwo
 from .char_cnn import build_char_cnn
 from .crf_batch import CRFBatch, merge_nbest
 from .doc_scores import DocScores
-from .embed import build_hash_char_embed, build_hash_char_embed_v2, build_hash_char_embed_v4, count_known_words
+from .embed import (
+    build_hash_char_embed,
+    build_hash_char_embed_v2,
+    build_hash_char_embed_v3,
+    build_hash_char_embed_v4,
+    count_known_words,
+)
 from .loss import crf_batch_loss
 
 __all__ = [
@@ -15,6 +21,7 @@ __all__ = [
     "build_char_cnn",
     "build_hash_char_embed",
     "build_hash_char_embed_v2",
+    "build_hash_char_embed_v3",
     "build_hash_char_embed_v4",
     "count_known_words",
     "crf_batch_loss",

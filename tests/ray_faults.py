@@ -1,0 +1,72 @@
+"""A worker killed mid-run on the ray engine, injected from the tests alone.
+
+The ray engine ships no fault hook: test_corpus_ray.py starts its Ray cluster
+with `runtime_env(fault_dir)`, whose `worker_process_setup_hook` runs
+`wrap_tag_actor` in every worker of the job as it starts. The wrapper lets the
+engine's tagging actor work as usual until a test arms the fault
+(`one_actor_killed`): then the first actor to get a chunk creates the marker
+file and exits on the spot (os._exit, as a killed process: no cleanup, no
+reply). The marker is created with O_EXCL, so exactly one actor dies.
+"""
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+FAULT_DIR_ENV = "SPACY_CRF_TEST_FAULT_DIR"
+ARMED = "armed"
+KILLED = "killed"
+ROOT = Path(__file__).parent.parent
+
+
+def runtime_env(fault_dir: Path, threads: int) -> Dict[str, Any]:
+    """Ray's runtime_env for a job whose workers can be armed to kill an actor.
+
+    fault_dir (Path): the folder of the arming file and the marker.
+    threads (int): the torch thread count of the test process, given to the
+        workers too, so that both engines compute alike whatever
+        OMP_NUM_THREADS the tests were started with.
+    RETURNS (Dict[str, Any]): the setup hook, and the environment its workers
+        need to import it (this repository on PYTHONPATH) and to find fault_dir.
+    """
+    python_path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {
+        "worker_process_setup_hook": f"{__name__}.wrap_tag_actor",
+        "env_vars": {FAULT_DIR_ENV: str(fault_dir), "PYTHONPATH": python_path, "OMP_NUM_THREADS": str(threads)},
+    }
+
+
+def wrap_tag_actor() -> None:
+    """The setup hook: wrap the tagging actor's __call__ in this worker."""
+    from spacy_crf.corpus import ray_engine
+
+    fault_dir = Path(os.environ[FAULT_DIR_ENV])
+    tag = ray_engine._TagActor.__call__
+
+    def call(self: Any, batch: Dict[str, Any]) -> Dict[str, Any]:
+        if (fault_dir / ARMED).exists():
+            try:
+                os.close(os.open(fault_dir / KILLED, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass  # another actor died already
+            else:
+                os._exit(1)
+        return tag(self, batch)
+
+    ray_engine._TagActor.__call__ = call
+
+
+@contextlib.contextmanager
+def one_actor_killed(fault_dir: Path) -> Iterator[Path]:
+    """Arm the fault for the block: the first actor to get a chunk dies.
+
+    fault_dir (Path): the folder given to runtime_env.
+    YIELDS (Path): the marker file, which exists once an actor died.
+    """
+    marker = fault_dir / KILLED
+    marker.unlink(missing_ok=True)
+    (fault_dir / ARMED).touch()
+    try:
+        yield marker
+    finally:
+        (fault_dir / ARMED).unlink()
