@@ -111,10 +111,10 @@ def make_crf_tagger(
         (BILUO by default).
     overwrite (bool): replace annotation that a doc already has.
     window (int): docs longer than this many tokens are tagged window by
-        window, each window on its own (the network sees no context across a
-        window's edge), to bound memory; 0 never splits. The model's
-        chunk_size is different: it cuts long docs into CRF rows of one batch
-        after the BiLSTM, which sees the whole window.
+        window, each window on its own through the whole model, to bound
+        memory; 0 never splits. The model's chunk_size is smaller and
+        different: within a window, it cuts the BiLSTM-CRF's sequence into
+        rows of one batch (a short time loop). See spacy_crf.ml.doc_scores.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
     constraints (str): "none", or a tag scheme ("BIO"/"IOB2", "BILUO",

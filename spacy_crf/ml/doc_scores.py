@@ -1,13 +1,16 @@
 """Prediction over docs of any length: the model's scores, window by window.
 
-Two limits keep long docs in bounded memory, each where it belongs:
-- the window (the component's `window` setting): a doc longer than this is
-  read by the network window by window, each window a doc of its own (the
-  BiLSTM sees no context across a window's edge), so the network's activations
-  never exceed one window;
-- the chunk (the model's `chunk_size`): after the network has read a whole
-  window, its CRF sequence is cut into chunks, the rows of one padded batch
-  (a short time loop, a wide batch), which `CRFBatch` maps back to docs.
+Two limits, with different jobs:
+- the window (the component's `window` setting) bounds memory: a doc longer
+  than this is scored window by window, each window a doc of its own that goes
+  through the whole model (tok2vec, BiLSTM, CRF) alone, so no activation ever
+  holds more than one window's tokens;
+- the chunk (the model's `chunk_size`, in `bilstm_crf.py`) bounds the time
+  loop: within one call, the tok2vec output of a doc longer than this is cut
+  into near-equal chunks, each read by the BiLSTM and decoded by the CRF as a
+  row of one padded batch (a short loop, a wide batch); `CRFBatch` maps the
+  rows back to docs. Neither the BiLSTM nor the CRF sees across a chunk's or a
+  window's edge.
 
 `DocScores` is what prediction asks for: the docs' scores, with the
 methods of `CRFBatch` (decode, decode_with_confidence, marginals, nbest)
