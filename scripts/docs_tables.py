@@ -1,0 +1,194 @@
+"""Fill the tables of README.md and docs/ from the project's own outputs.
+
+    python -m scripts.docs_tables [--root .] [--check]
+
+Each table sits between `<!-- table:NAME:start -->` and `<!-- table:NAME:end -->`
+(`<!-- results:start -->` / `<!-- results:end -->` in README.md) and is rendered
+from the JSON files that the project's commands write under metrics/ (see
+docs/performance.md and docs/accuracy.md for the command behind each). A table
+whose outputs are not there is left as it is, so the command can run anywhere
+without wiping what was measured elsewhere. Every table opens with the hardware
+and versions its outputs recorded. --check exits 1 if a file would change.
+"""
+import argparse
+import io
+import json
+import re
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+from benchmarks.contention import table as contention_table
+
+from .results_table import main as results_table
+
+PAGES = ["README.md", "docs/performance.md", "docs/accuracy.md"]
+
+
+def environment_line(*records: dict) -> str:
+    """"Measured on ..." from the first record that has an environment."""
+    env = next((r["environment"] for r in records if r and r.get("environment")), None)
+    if env is None:
+        return "Measured on: not recorded."
+    device = env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs)"
+    return (
+        f"Measured on: {device}; Python {env['python']}, torch {env['torch']}, "
+        f"spaCy {env['spacy']}, spacy-crf {env['spacy_crf']}."
+    )
+
+
+def load(path: Path) -> Optional[dict]:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def results(root: Path) -> Optional[str]:
+    """The results command's table (scripts.results_table)."""
+    metrics = root / "metrics"
+    if not any(metrics.glob("*.json")):
+        return None
+    out = io.StringIO()
+    with redirect_stdout(out):
+        results_table(str(metrics))
+    speeds = [load(path) for path in sorted(metrics.glob("*-speed.json"))]
+    table = drop_column(out.getvalue().strip(), "train time")  # timed on a shared machine: see performance.md
+    return environment_line(*speeds) + " Words/s: `nlp.pipe`, one thread.\n\n" + table
+
+
+def drop_column(markdown: str, header: str) -> str:
+    """The Markdown tables of the text without the column named header."""
+    lines, drop = [], None
+    for line in markdown.splitlines():
+        cells = line.strip().strip("|").split("|") if line.startswith("|") else None
+        if cells is None:
+            drop = None
+            lines.append(line)
+            continue
+        if drop is None:
+            names = [c.strip() for c in cells]
+            drop = names.index(header) if header in names else -1
+        if drop >= 0:
+            del cells[drop]
+        lines.append("|" + "|".join(cells) + "|")
+    return "\n".join(lines)
+
+
+def pipeline_speed(root: Path) -> Optional[str]:
+    paths = sorted((root / "metrics").glob("*-speed.json"))
+    if not paths:
+        return None
+    records = {path.name[: -len("-speed.json")]: load(path) for path in paths}
+    lines = [environment_line(*records.values()), "", "| config | words/s | runs | threads | batch | device |",
+             "|---|---|---|---|---|---|"]
+    for name, r in records.items():
+        runs = ", ".join(f"{x:,}" for x in r["runs"])
+        lines.append(f"| {name} | {r['words_per_second']:,} | {runs} | {r['threads']} | {r['batch_size']} | {r['device']} |")
+    return "\n".join(lines)
+
+
+def contention(root: Path) -> Optional[str]:
+    record = load(root / "metrics" / "contention.json")
+    if record is None:
+        return None
+    settings = record["settings"]
+    head = (
+        f"{environment_line(record)} Medians of {settings['repeats']} runs; training: batches of "
+        f"{settings['batch_size']} sentences, {settings['updates']} updates a run; `nlp.pipe`: "
+        f"{settings['pipe_sentences']} dev sentences, batch 256. In brackets: the ratio to the quiet figure."
+    )
+    return head + "\n\n" + contention_table(record["results"])
+
+
+def kernels(root: Path) -> Optional[str]:
+    record = load(root / "metrics" / "speed" / "crf_kernels.json")
+    if record is None:
+        return None
+    lines = [
+        f"{environment_line(record)} {record['threads']} thread(s), medians of {record['repeats']}, in ms.",
+        "",
+        "| (B, T, K) | same paths / NLL | Viterbi | pytorch-crf | speed-up | NLL fwd+bwd | pytorch-crf | speed-up | BiLSTM fwd |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in record["rows"]:
+        lines.append(
+            f"| {tuple(r['shape'])} | {r['same_paths']} / {r['same_nll']} | {r['viterbi_ms']:.2f} "
+            f"| {r['torchcrf_viterbi_ms']:.2f} | {r['viterbi_speedup']:.1f}x | {r['nll_fwd_bwd_ms']:.2f} "
+            f"| {r['torchcrf_nll_fwd_bwd_ms']:.2f} | {r['nll_speedup']:.1f}x | {r['bilstm_forward_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def factory_defaults(root: Path) -> Optional[str]:
+    paths = sorted((root / "metrics" / "speed").glob("factory_defaults*.json"))
+    if not paths:
+        return None
+    records = [load(path) for path in paths]
+    lines = [environment_line(*records), "", "| crf_tagger model | crf_tagger words/s | spaCy tagger words/s | ratio (median) | ratios |",
+             "|---|---|---|---|---|"]
+    for r in records:
+        w = r["words_per_second"]
+        lines.append(f"| {r['crf_model']} | {w['crf_tagger']:,} | {w['tagger']:,} | {r['ratio_median']:.2f}x "
+                     f"| {', '.join(f'{x:.2f}' for x in r['ratios'])} |")
+    return "\n".join(lines)
+
+
+def pipeline_compare(root: Path) -> Optional[str]:
+    r = load(root / "metrics" / "speed" / "pipeline_compare.json")
+    if r is None:
+        return None
+    p, t = r["pipe_words_per_second"], r["train_words_per_second"]
+    lines = [f"{environment_line(r)} {r['threads']} thread(s).", "",
+             "| pipeline | nlp.pipe words/s | training words/s |", "|---|---|---|"]
+    lines += [f"| {name} | {p[name]:,} | {t[name]:,} |" for name in p]
+    lines += ["", f"crf_tagger / spaCy tagger: `nlp.pipe` {p['crf_tagger'] / p['spaCy tagger']:.2f}x, training "
+              f"{t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi decoding takes "
+              f"{100 * r['decode_share_of_encoder']:.1f}% of the encoder's time in `predict`."]
+    return "\n".join(lines)
+
+
+RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
+    "results": results,
+    "pipeline-speed": pipeline_speed,
+    "contention": contention,
+    "kernels": kernels,
+    "factory-defaults": factory_defaults,
+    "pipeline-compare": pipeline_compare,
+}
+
+
+def fill(text: str, name: str, table: str) -> str:
+    """The text with the block of marker NAME replaced by the table."""
+    if name == "results" and "<!-- results:start -->" in text:
+        start, end = "<!-- results:start -->", "<!-- results:end -->"
+    else:
+        start, end = f"<!-- table:{name}:start -->", f"<!-- table:{name}:end -->"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    return pattern.sub(lambda _: f"{start}\n{table}\n{end}", text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=Path("."))
+    parser.add_argument("--check", action="store_true", help="exit 1 if a page would change")
+    args = parser.parse_args(argv)
+    tables = {name: render(args.root) for name, render in RENDERERS.items()}
+    changed = []
+    for page in PAGES:
+        path = args.root / page
+        if not path.exists():
+            continue
+        text = path.read_text()
+        new = text
+        for name, table in tables.items():
+            if table is not None:
+                new = fill(new, name, table)
+        if new != text:
+            changed.append(page)
+            if not args.check:
+                path.write_text(new)
+    print(("would change: " if args.check else "updated: ") + (", ".join(changed) or "nothing"))
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""scripts.docs_tables fills the marked tables from the project's outputs,
+leaves tables without outputs alone, and is idempotent."""
+import json
+
+from scripts.docs_tables import main
+
+ENV = {"cpu": "Some CPU", "logical_cpus": 2, "gpu": None, "python": "3.11.7", "torch": "2.13.0",
+       "spacy": "3.8.7", "spacy_crf": "0.2.0"}
+
+
+def write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_tables_are_filled_from_outputs_and_others_left_alone(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "cpu.cfg").write_text("")
+    (tmp_path / "README.md").write_text("# x\n<!-- results:start -->\n<!-- results:end -->\nend\n")
+    (tmp_path / "docs" / "performance.md").write_text(
+        "a\n<!-- table:contention:start -->\n<!-- table:contention:end -->\n"
+        "b\n<!-- table:kernels:start -->\nkept\n<!-- table:kernels:end -->\n"
+    )
+    write(tmp_path / "metrics" / "cpu.json", {"tag_acc": 0.9478, "pos_acc": None})
+    write(tmp_path / "metrics" / "cpu-speed.json", {"words_per_second": 12345, "runs": [12000, 12345],
+                                                    "threads": 1, "batch_size": 256, "device": "cpu",
+                                                    "environment": ENV})
+    by_kind = {kind: {"median": value, "runs": [value]} for kind, value in
+               (("quiet", 4.0), ("torch", 3.0), ("busy", 2.0))}
+    write(tmp_path / "metrics" / "contention.json", {
+        "settings": {"repeats": "3", "batch_size": "50", "updates": "8", "pipe_sentences": "1000"},
+        "results": {"crf_tagger": {"train updates/s": by_kind}},
+        "environment": ENV,
+    })
+    assert main(["--root", str(tmp_path)]) == 0
+    readme = (tmp_path / "README.md").read_text()
+    assert "| crf_tagger, CPU config | `configs/cpu.cfg` | 94.78 | - | 12,345 |" in readme
+    assert "train time" not in readme and "Some CPU (2 logical CPUs)" in readme
+    performance = (tmp_path / "docs" / "performance.md").read_text()
+    assert "| crf_tagger | train updates/s | 4.0 | 3.0 (0.75x) | 2.0 (0.50x) |" in performance
+    assert "<!-- table:kernels:start -->\nkept\n<!-- table:kernels:end -->" in performance
+    assert main(["--root", str(tmp_path), "--check"]) == 0  # idempotent
+    (tmp_path / "README.md").write_text("<!-- results:start -->\nold\n<!-- results:end -->\n")
+    assert main(["--root", str(tmp_path), "--check"]) == 1
