@@ -19,8 +19,9 @@ class Errors(metaclass=ErrorsWithCodes):
     E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
     E002 = (
         "Label '{label}' is not a Universal POS tag, so component '{name}' "
-        "cannot write it to token.pos_ (target \"pos\" or \"tag+pos\", whose "
-        "labels are \"TAG|POS\" pairs). Valid tags: {options}."
+        "cannot write it to token.pos_ (target \"pos\", \"tag+pos\", whose "
+        "labels are \"TAG|POS\" pairs, or \"pos+morph\", whose labels have a "
+        "POS feature). Valid tags: {options}."
     )
     E003 = (
         "The gold data for component '{name}' has the label '{label}', which "
@@ -91,4 +92,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' was given threads={threads}: expected 0 (auto: one "
         "thread unless the process chose a count itself) or a positive number "
         "of CPU threads for its torch work."
+    )
+    E019 = (
+        "Label '{label}' does not fit target \"{target}\": expected {expected}, "
+        "in UD FEATS format (features 'Field=Value' joined by '|')."
     )

@@ -1,7 +1,7 @@
 """The `crf_tagger` pipeline component: CRF-decoded labels in token.tag_,
-token.pos_ or doc.ents. spaCy glue only: the model (spacy_crf.ml) turns docs
-into CRF scores and decodes them; the target (spacy_crf.targets) says what the
-labels mean."""
+token.pos_, token.morph or doc.ents. spaCy glue only: the model (spacy_crf.ml)
+turns docs into CRF scores and decodes them; the target (spacy_crf.targets)
+says what the labels mean."""
 import copy
 import functools
 from itertools import islice
@@ -70,7 +70,7 @@ class CRFPrediction(NamedTuple):
 
 @Language.factory(
     "crf_tagger",
-    assigns=["token.tag", "token.pos", "doc.ents", "token.ent_iob", "token.ent_type"],
+    assigns=["token.tag", "token.pos", "token.morph", "doc.ents", "token.ent_iob", "token.ent_type"],
     default_config={
         "model": DEFAULT_CRF_TAGGER_MODEL,
         "target": "tag",
@@ -84,6 +84,9 @@ class CRFPrediction(NamedTuple):
     default_score_weights={
         "tag_acc": 0.5,
         "pos_acc": 0.5,
+        "morph_acc": 0.5,
+        "morph_per_feat": None,
+        "pos_morph_acc": 0.0,
         "ents_f": 0.5,
         "ents_p": 0.0,
         "ents_r": 0.0,
@@ -107,8 +110,11 @@ def make_crf_tagger(
     model (Model[List[Doc], CRFBatch]): the network, e.g. spacy_crf.BiLSTMCRF.v1.
     target (str): "tag" writes token.tag_, "pos" writes token.pos_ (UPOS),
         "tag+pos" both, from one CRF over the (tag, pos) pairs of the training
-        data ("NNS|NOUN"), "ents" writes doc.ents through the tags of a scheme
-        (BILUO by default).
+        data ("NNS|NOUN"), "morph" writes token.morph (UD features,
+        "Case=Nom|Number=Plur"), "pos+morph" token.pos_ and token.morph from
+        one CRF over the bundles of the training data, labelled as spaCy's
+        morphologizer labels them ("Case=Nom|Number=Plur|POS=NOUN"), "ents"
+        writes doc.ents through the tags of a scheme (BILUO by default).
     overwrite (bool): replace annotation that a doc already has.
     window (int): docs longer than this many tokens are tagged window by
         window, each window on its own through the whole model, to bound
@@ -125,7 +131,9 @@ def make_crf_tagger(
         MKL_NUM_THREADS or torch.set_num_threads), which is then kept. The
         count is set for the component's own calls and restored after them
         (see spacy_crf.threads).
-    scorer (Optional[Callable]): scores tag_acc, pos_acc or ents_p/r/f, to match target.
+    scorer (Optional[Callable]): scores tag_acc, pos_acc, morph_acc (with
+        morph_per_feat; and pos_morph_acc for "pos+morph") or ents_p/r/f, to
+        match target.
     """
     return CRFTagger(
         nlp.vocab,

@@ -1,6 +1,8 @@
 """What crf_tagger predicts: its target, "tag" (token.tag_), "pos" (token.pos_,
-UPOS), "tag+pos" (both, as one label per pair) or "ents" (doc.ents through the
-tags of an entity scheme).
+UPOS), "tag+pos" (both, as one label per pair), "morph" (token.morph, UD
+features), "pos+morph" (token.pos_ and token.morph, as one label per bundle, in
+spaCy's morphologizer format) or "ents" (doc.ents through the tags of an entity
+scheme).
 
 A target says which labels the training data has, what each token's gold
 value is, and how predicted labels are written to the docs. Gold values are
@@ -8,14 +10,19 @@ strings per predicted token: a label, "" where unknown (missing or
 misaligned: the loss sums over every label there) or "!LABEL" (spaCy's
 negative label: LABEL is ruled out). Pure Python and numpy, no torch.
 """
+import functools
 from typing import Dict, Iterable, List, Sequence, Set, Tuple, Union
 
 import numpy
-from spacy.attrs import POS, TAG
+from spacy.attrs import MORPH, POS, TAG
+from spacy.morphology import Morphology
 from spacy.parts_of_speech import IDS as UPOS_IDS
+from spacy.strings import StringStore
 from spacy.tokens import Doc, Span
 from spacy.training import Example, biluo_tags_to_spans
 from spacy.vocab import Vocab
+
+from .errors import Errors
 
 UPOS_TAGS = sorted(tag for tag in UPOS_IDS if tag and tag.isupper() and tag != "EOL")
 
@@ -65,15 +72,7 @@ class TokenTarget:
             values = [UPOS_IDS[label] for label in labels]
         else:
             values = [vocab.strings.add(label) for label in labels]
-        label_values = numpy.asarray(values, dtype="uint64")
-        for doc, doc_ids in zip(docs, ids):
-            if not len(doc):
-                continue
-            new = label_values[numpy.asarray(doc_ids, dtype="int64")]
-            if not overwrite:
-                old = doc.to_array(self.attr)
-                new = numpy.where(old == 0, new, old)
-            doc.from_array([self.attr], new.reshape(-1, 1))
+        write_token_attr(docs, self.attr, values, ids, overwrite=overwrite)
 
 
 class EntityTarget:
@@ -163,14 +162,204 @@ class JointTarget:
         TARGETS["pos"].write(vocab, docs, [p for _, p in pairs], ids, overwrite=overwrite, scheme=scheme)
 
 
-Target = Union[TokenTarget, EntityTarget, JointTarget]
+class MorphTarget:
+    """UD morphological features in token.morph: one label per analysis seen
+    in training, in spaCy's canonical FEATS format (fields and values sorted,
+    as token.morph keys them): "Case=Nom|Number=Plur", and "_" for a token
+    annotated with no features.
+
+    A token whose morph is unset (never annotated) or misaligned is unknown,
+    never "no features"; a negative label "!Case=Nom" rules that analysis out.
+    """
+
+    name = "morph"
+    writes = "token.morph"
+
+    def labels_in(self, examples: Iterable[Example], scheme: str) -> Set[str]:
+        """The analyses of the gold tokens (negative labels name one too)."""
+        found = {morph.lstrip("!") for eg in examples for morph in doc_morphs(eg.y)}
+        return {normalize_morph(morph) for morph in found if morph}
+
+    def expand_label(self, label: str, scheme: str) -> List[str]:
+        """The canonical form of a FEATS string ("Number=Plur|Case=Nom" adds
+        "Case=Nom|Number=Plur"), as spaCy's morphologizer normalizes labels."""
+        try:
+            return [normalize_morph(label)]
+        except ValueError:
+            raise ValueError(Errors.E019.format(
+                label=label, target=self.name, expected="a FEATS string such as "
+                "'Case=Nom|Number=Plur' ('_' for no features)",
+            )) from None
+
+    def accepts(self, label: str) -> bool:
+        return True
+
+    def gold_values(self, example: Example, scheme: str) -> List[str]:
+        """One gold value per predicted token: the analysis, "" where unset or
+        misaligned, "!" and the analysis for a negative label."""
+        values = []
+        for morph in example.get_aligned("MORPH", as_string=True):
+            if not morph:
+                values.append("")
+            elif morph.startswith("!"):
+                values.append("!" + normalize_morph(morph[1:]))
+            else:
+                values.append(normalize_morph(morph))
+        return values
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
+    ) -> None:
+        keys = [vocab.morphology.add(label) for label in labels]
+        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+
+
+class PosMorphTarget:
+    """UPOS and morphological features together, as spaCy's morphologizer
+    predicts them: one label per bundle seen in training, written to
+    token.pos_ and token.morph. Labels are the morphologizer's: the features
+    and a "POS" feature, sorted as spaCy normalizes them
+    ("Case=Nom|Number=Plur|POS=NOUN", "POS=PUNCT" for no features).
+
+    A token whose pos or morph is unset (or misaligned, or a negative label)
+    is unknown: the loss sums over every bundle there.
+    """
+
+    name = "pos+morph"
+    writes = "token.pos_ and token.morph"
+
+    def labels_in(self, examples: Iterable[Example], scheme: str) -> Set[str]:
+        found = {
+            (token.pos_, morph)
+            for eg in examples
+            for token, morph in zip(eg.y, doc_morphs(eg.y))
+        }
+        return {label for label in (self._bundle(pos, morph) for pos, morph in found) if label}
+
+    def expand_label(self, label: str, scheme: str) -> List[str]:
+        """The canonical form of a bundle ("POS=NOUN|Number=Plur" adds
+        "Number=Plur|POS=NOUN"), which must have a POS feature."""
+        try:
+            normalized = normalize_morph(label)
+        except ValueError:
+            normalized = ""
+        if POS_FEAT not in Morphology.feats_to_dict(normalized):
+            raise ValueError(Errors.E019.format(
+                label=label, target=self.name, expected="a UPOS tag and its "
+                "features such as 'Case=Nom|Number=Plur|POS=NOUN' ('POS=PUNCT' "
+                "for no features)",
+            ))
+        return [normalized]
+
+    def accepts(self, label: str) -> bool:
+        """A bundle whose POS is a UPOS tag."""
+        return split_bundle(label)[0] in UPOS_TAGS
+
+    def gold_values(self, example: Example, scheme: str) -> List[str]:
+        poses = example.get_aligned("POS", as_string=True)
+        morphs = example.get_aligned("MORPH", as_string=True)
+        return [self._bundle(pos, morph) for pos, morph in zip(poses, morphs)]
+
+    def _bundle(self, pos: str, morph: str) -> str:
+        if not pos or not morph or pos.startswith("!") or morph.startswith("!"):
+            return ""
+        return morph_bundle(pos, morph)
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
+    ) -> None:
+        bundles = [split_bundle(label) for label in labels]
+        write_token_attr(docs, POS, [UPOS_IDS[pos] for pos, _ in bundles], ids, overwrite=overwrite)
+        keys = [vocab.morphology.add(morph) for _, morph in bundles]
+        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+
+
+Target = Union[TokenTarget, EntityTarget, JointTarget, MorphTarget, PosMorphTarget]
 
 TARGETS: Dict[str, Target] = {
     "tag": TokenTarget("tag", TAG, "TAG"),
     "pos": TokenTarget("pos", POS, "POS"),
     "tag+pos": JointTarget(),
+    "morph": MorphTarget(),
+    "pos+morph": PosMorphTarget(),
     "ents": EntityTarget(),
 }
+
+# spaCy's morphologizer keeps the UPOS tag in its labels as this feature
+POS_FEAT = "POS"
+
+# normalizes FEATS strings and dicts as a vocab's morphology keys them; it
+# reads its string store (spaCy's symbols) and never adds to it
+_MORPHOLOGY = Morphology(StringStore())
+
+
+@functools.lru_cache(maxsize=100_000)
+def normalize_morph(feats: str) -> str:
+    """spaCy's canonical form of a FEATS string, as token.morph keys it.
+
+    feats (str): e.g. "Number=Plur|Case=Nom"; "" or "_" for no features.
+    RETURNS (str): fields and values sorted, e.g. "Case=Nom|Number=Plur";
+        "_" for no features. Raises ValueError for a malformed string.
+    """
+    return _MORPHOLOGY.normalize_features(feats)
+
+
+@functools.lru_cache(maxsize=100_000)
+def morph_bundle(pos: str, morph: str) -> str:
+    """The morphologizer's label of a UPOS tag and its features.
+
+    pos (str): the UPOS tag, e.g. "NOUN".
+    morph (str): a FEATS string, e.g. "Number=Plur|Case=Nom" ("_": none).
+    RETURNS (str): e.g. "Case=Nom|Number=Plur|POS=NOUN".
+    """
+    feats = Morphology.feats_to_dict(morph)
+    feats[POS_FEAT] = pos
+    return _MORPHOLOGY.normalize_features(feats)
+
+
+@functools.lru_cache(maxsize=100_000)
+def split_bundle(label: str) -> Tuple[str, str]:
+    """The UPOS tag and the features of a morphologizer label.
+
+    label (str): e.g. "Case=Nom|Number=Plur|POS=NOUN".
+    RETURNS (Tuple[str, str]): e.g. ("NOUN", "Case=Nom|Number=Plur"); the
+        features are "_" for none, the tag "" if the label has none.
+    """
+    feats = Morphology.feats_to_dict(label)
+    pos = feats.pop(POS_FEAT, "")
+    return pos, _MORPHOLOGY.normalize_features(feats)
+
+
+def doc_morphs(doc: Doc) -> List[str]:
+    """Each token's morph as the strings of get_aligned("MORPH") are: "" where
+    unset, "_" where annotated with no features."""
+    return [doc.vocab.strings[key] for key in doc.to_array(MORPH).tolist()]
+
+
+def write_token_attr(
+    docs: Sequence[Doc], attr: int, label_values: Sequence[int],
+    ids: Sequence[numpy.ndarray], *, overwrite: bool,
+) -> None:
+    """Set a token attribute from label ids.
+
+    docs (Sequence[Doc]): the docs.
+    attr (int): the attribute, e.g. TAG, POS or MORPH.
+    label_values (Sequence[int]): the attribute's value for each label id.
+    ids (Sequence[numpy.ndarray]): per doc, a label id per token.
+    overwrite (bool): replace values the docs already have (else only unset
+        ones are written).
+    """
+    values = numpy.asarray(label_values, dtype="uint64")
+    for doc, doc_ids in zip(docs, ids):
+        if not len(doc):
+            continue
+        new = values[numpy.asarray(doc_ids, dtype="int64")]
+        if not overwrite:
+            old = doc.to_array(attr)
+            new = numpy.where(old == 0, new, old)
+        doc.from_array([attr], new.reshape(-1, 1))
 
 
 def gold_ids(
@@ -238,3 +427,53 @@ def tags_to_spans(doc: Doc, tags: Sequence[str], scheme: str) -> List[Span]:
             else:
                 biluo.append(f"I-{kind}" if continues else f"L-{kind}")
     return biluo_tags_to_spans(doc, biluo)
+
+
+# scheme -> the prefixes of (single, first, middle, last, not_after) in a span
+# pattern; None: no label must be kept from following the span
+_SPAN_PREFIXES = {
+    "BILUO": ("U", "B", "I", "L", None),
+    "IOBES": ("S", "B", "I", "E", None),
+    "BIO": ("B", "B", "I", "I", "I"),
+    "IOB2": ("B", "B", "I", "I", "I"),
+}
+
+
+def span_patterns(labels: Sequence[str], scheme: str) -> Tuple[List[str], List[Tuple[int, int, int, int, int]]]:
+    """The entity types of a scheme's labels and, per type, the label ids
+    that make one entity span, as `spacy_crf.nn.spans` takes them.
+
+    A span of tokens i..j of type X is, on a tag path (as `tags_to_spans`
+    reads the paths the scheme's constraints allow):
+    - BILUO: U-X at i if j == i; else B-X at i, I-X at i+1..j-1, L-X at j;
+    - IOBES: the same with S, B, I, E;
+    - BIO, IOB2: B-X at i, I-X at i+1..j, and the tag at j+1 is not I-X (or
+      j is the last token). A span never starts with I-X: `tags_to_spans`
+      does not read a lone I-X as an entity (spaCy rejects it), and the
+      scheme's constraints give such paths probability 0.
+
+    labels (Sequence[str]): the component's labels, in id order ("O" and
+        "PREFIX-TYPE" tags of the scheme).
+    scheme (str): "BILUO", "IOBES", "BIO" or "IOB2".
+    RETURNS (Tuple[List[str], List[Tuple[int, int, int, int, int]]]): the
+        types, sorted, and per type the ids of its (single, first, middle,
+        last, not_after) labels; -1 where there is no such label (a missing
+        tag: the spans that need it have probability 0; not_after -1: none).
+    """
+    if scheme not in _SPAN_PREFIXES:
+        raise ValueError(Errors.E014.format(scheme=scheme, options=list(ENTITY_SCHEMES)))
+    prefixes = set(_RENAME[scheme].values())
+    index: Dict[Tuple[str, str], int] = {}
+    for i, label in enumerate(labels):
+        if label == "O":
+            continue
+        prefix, sep, kind = label.partition("-")
+        if not sep or not kind or prefix not in prefixes:
+            raise ValueError(Errors.E013.format(label=label, scheme=scheme))
+        index[(prefix, kind)] = i
+    types = sorted({kind for _, kind in index})
+    patterns = [
+        tuple(-1 if p is None else index.get((p, kind), -1) for p in _SPAN_PREFIXES[scheme])
+        for kind in types
+    ]
+    return types, patterns  # type: ignore[return-value]

@@ -210,3 +210,21 @@ def no_host_sync():
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
             torch.cuda.set_sync_debug_mode("default")
+
+
+# UPOS and UD features (target "morph" and "pos+morph"); "" is an annotated
+# token with no features (spaCy's "_"), as for "."
+MORPH_SENTENCES = [
+    (["I", "like", "green", "eggs", "."], ["PRON", "VERB", "ADJ", "NOUN", "PUNCT"],
+     ["Case=Nom|Number=Sing|Person=1", "Tense=Pres|VerbForm=Fin", "Degree=Pos", "Number=Plur", ""]),
+    (["Eat", "blue", "ham", "!"], ["VERB", "ADJ", "NOUN", "PUNCT"],
+     ["Mood=Imp|VerbForm=Fin", "Degree=Pos", "Number=Sing", ""]),
+    (["They", "ate", "ham", "."], ["PRON", "VERB", "NOUN", "PUNCT"],
+     ["Case=Nom|Number=Plur|Person=3", "Tense=Past|VerbForm=Fin", "Number=Sing", ""]),
+]
+
+
+def write_morph_docbin(path):
+    vocab = spacy.blank("en").vocab
+    docs = [Doc(vocab, words=words, pos=pos, morphs=morphs) for words, pos, morphs in MORPH_SENTENCES * 3]
+    DocBin(docs=docs).to_disk(path)
