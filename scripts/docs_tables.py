@@ -146,7 +146,53 @@ def pipeline_compare(root: Path) -> Optional[str]:
     return "\n".join(lines)
 
 
+def paired_tests(root: Path) -> Optional[str]:
+    """metrics/analysis/paired_A__B.json: `python -m scripts.paired_test A B DEV > FILE`."""
+    paths = sorted((root / "metrics" / "analysis").glob("paired_*.json"))
+    if not paths:
+        return None
+    lines = ["| A | B | tokens | A acc | B acc | only A right | only B right | McNemar chi2 |", "|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        a, _, b = path.stem[len("paired_"):].partition("__")
+        r = load(path)
+        lines.append(f"| {a} | {b} | {r['tokens']:,} | {r['acc_a']:.2f} | {r['acc_b']:.2f} | {r['only_a_right']} "
+                     f"| {r['only_b_right']} | {r['mcnemar_chi2']:.2f} |")
+    return "\n".join(lines)
+
+
+def accuracy_by_frequency(root: Path) -> Optional[str]:
+    """metrics/analysis/frequency_NAME.json: `python -m scripts.accuracy_by_frequency ... > FILE`."""
+    paths = sorted((root / "metrics" / "analysis").glob("frequency_*.json"))
+    if not paths:
+        return None
+    lines = []
+    for path in paths:
+        r = load(path)
+        lines += [f"`{path.stem[len('frequency_'):]}` ({r['attr']}), {r['tokens']:,} dev tokens, accuracy {r['accuracy']:.2f}:", "",
+                  "| times seen in training | share of tokens | accuracy | errors |", "|---|---|---|---|"]
+        lines += [f"| {name} | {b['share']:.1f}% | {b['accuracy']:.2f} | {b['errors']} |" for name, b in r["by_training_count"].items()]
+        top = ", ".join(f"{pair} ({n})" for pair, n in r["confusions"].items())
+        lines += ["", f"Most frequent confusions (gold -> predicted): {top}.", ""]
+    return "\n".join(lines).strip()
+
+
+def decoding(root: Path) -> Optional[str]:
+    """metrics/analysis/decoding_NAME.json: `python -m scripts.decoding_ablation ... > FILE`."""
+    paths = sorted((root / "metrics" / "analysis").glob("decoding_*.json"))
+    if not paths:
+        return None
+    records = {path.stem[len("decoding_"):]: load(path) for path in paths}
+    methods = [k for k in next(iter(records.values())) if k not in ("model", "attr", "tokens")]
+    lines = ["| model | attr | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+    for name, r in records.items():
+        lines.append(f"| {name} | {r['attr']} | " + " | ".join(f"{r[m]:.2f}" for m in methods) + " |")
+    return "\n".join(lines)
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
+    "paired-tests": paired_tests,
+    "accuracy-by-frequency": accuracy_by_frequency,
+    "decoding": decoding,
     "results": results,
     "pipeline-speed": pipeline_speed,
     "contention": contention,
