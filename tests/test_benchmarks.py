@@ -65,3 +65,14 @@ def test_contention_measures_every_system_in_every_condition(corpus, tmp_path):
             assert all(run["median"] > 0 for run in by_kind.values())
     assert result["environment"]["logical_cpus"] >= 1
     assert "| spaCy tagger | train updates/s |" in out
+
+
+def test_large_labels_times_every_operation(tmp_path):
+    output = tmp_path / "large.json"
+    out = run("large_labels", "--labels", 3, 5, "--batch", 2, "--length", 3, "--repeats", 1, "--output", output)
+    rows = json.loads(output.read_text())["rows"]
+    assert {(r["operation"], r["labels"]) for r in rows} == {
+        (op, k) for op in ("viterbi", "log_z_fwd_bwd", "marginals", "nbest_5", "bilstm_forward") for k in (3, 5)
+    }
+    assert all(r["ms"] > 0 for r in rows)
+    assert "| 5 |" in out

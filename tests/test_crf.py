@@ -348,3 +348,21 @@ def test_time_loops_never_read_the_device():
     paths, best = viterbi_decode(scores, compact=False)
     assert paths.shape == (B, T) and best.shape == (B,)
     assert marginals(scores).shape == (B, T, K)
+
+
+@pytest.mark.parametrize("limit", [1, 7, 40])
+@pytest.mark.parametrize("compact", [True, False])
+def test_decoding_in_label_blocks_equals_all_at_once(monkeypatch, limit, compact):
+    """With many labels a decoding step scores the next labels a block at a
+    time (bounded memory): Viterbi and n-best give exactly what one block gives."""
+    from spacy_crf.nn import crf
+
+    scores = random_batch(3, [5, 0, 1, 4, 5], 6, dtype=torch.float32)
+    paths, best = viterbi_decode(scores, compact=compact)
+    top_paths, top = nbest_decode(scores, 3)
+    monkeypatch.setattr(crf, "MAX_STEP_ELEMENTS", limit)
+    assert crf._label_block(5, 6) < 6
+    blocked_paths, blocked_best = viterbi_decode(scores, compact=compact)
+    blocked_top_paths, blocked_top = nbest_decode(scores, 3)
+    assert torch.equal(paths, blocked_paths) and torch.equal(best, blocked_best)
+    assert torch.equal(top_paths, blocked_top_paths) and torch.equal(top, blocked_top)

@@ -6,16 +6,60 @@ carries the rows' scores with the doc and chunk lengths, so it alone maps rows
 back to docs: every method returns one host array (or list) per doc, after one
 device-to-host copy per batch.
 """
-from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
 
 import numpy
 import torch
 
-from ..nn import NEG_INF, CRFScores, log_partition, marginals, nbest_decode, viterbi_decode
+from ..nn import (
+    NEG_INF,
+    CRFScores,
+    all_span_log_probs,
+    forward_backward,
+    log_partition,
+    marginals,
+    nbest_decode,
+    span_log_probs,
+    viterbi_decode,
+)
 
 # (label ids, log probability) of one path
 Ranked = Tuple[Tuple[int, ...], float]
+# (start, end, type): tokens start..end-1 of a doc, a type index
+Span = Tuple[int, int, int]
+# (start, end, type, probability)
+ScoredSpan = Tuple[int, int, int, float]
+
+
+@dataclass
+class SpanProbabilities:
+    """Entity span posteriors of one doc (see `CRFBatch.span_probabilities`).
+
+    given (numpy.ndarray): float64, the probability of each span asked for,
+        in the order asked.
+    found (List[ScoredSpan]): every span with probability >= the threshold,
+        (start, end, type, probability), sorted by start, end and type.
+    """
+
+    given: numpy.ndarray = field(default_factory=lambda: numpy.zeros((0,)))
+    found: List[ScoredSpan] = field(default_factory=list)
+
+
+def check_spans(spans: Sequence[Sequence[Span]], doc_lengths: Sequence[int], n_types: int) -> None:
+    """Raise ValueError naming the span if one is not (start, end, type) with
+    0 <= start < end <= its doc's length and 0 <= type < n_types."""
+    if len(spans) != len(doc_lengths):
+        raise ValueError(f"spans must hold one list per doc: {len(spans)} lists for {len(doc_lengths)} docs")
+    for doc, (doc_spans, n) in enumerate(zip(spans, doc_lengths)):
+        for span in doc_spans:
+            start, end, kind = span
+            if not (0 <= start < end <= n and 0 <= kind < n_types):
+                raise ValueError(
+                    f"span {tuple(span)} of doc {doc} is not (start, end, type) with "
+                    f"0 <= start < end <= {n} (the doc's length) and 0 <= type < {n_types}"
+                )
 
 
 def chunk_lengths(doc_lengths: Sequence[int], chunk_size: int) -> List[int]:
@@ -176,3 +220,99 @@ class CRFBatch:
             start += n_rows
         return per_doc
 
+    def span_probabilities(
+        self,
+        patterns: Sequence[Sequence[int]],
+        spans: Optional[Sequence[Sequence[Span]]] = None,
+        *,
+        threshold: Optional[float] = None,
+        max_length: Optional[int] = None,
+    ) -> List[SpanProbabilities]:
+        """Per doc, the exact posterior probability of entity spans: that
+        tokens start..end-1 form exactly one entity of a type (see
+        `spacy_crf.nn.spans` and `spacy_crf.targets.span_patterns`).
+
+        Every row (chunk) is its own CRF sequence, and the scheme's
+        constraints end every entity inside its row, so decoding never
+        outputs a span that crosses a chunk's edge: such a span has
+        probability 0 here, and `found` never holds one.
+
+        patterns (Sequence[Sequence[int]]): per entity type, its (single,
+            first, middle, last, not_after) label ids, as `span_patterns`
+            gives them.
+        spans (Optional[Sequence[Sequence[Span]]]): per doc, the spans
+            (start, end exclusive, type index) to score; None for none.
+        threshold (Optional[float]): in (0, 1]: also find, per doc, every
+            span with a probability at least this; None finds none.
+        max_length (Optional[int]): the longest span to find; None: no limit
+            (the search stops, exactly, where no longer span can reach the
+            threshold).
+
+        The results come to the host in one copy; the threshold search also
+        syncs once per span length it tries (whether to go on), and the
+        asked spans go to the device in one copy.
+
+        RETURNS (List[SpanProbabilities]): per doc, `given` (the asked spans'
+            probabilities, in order) and `found`.
+        """
+        pattern_array = numpy.asarray(patterns, dtype="int64").reshape(-1, 5)
+        n_types = len(pattern_array)
+        given: Sequence[Sequence[Span]] = [[] for _ in self.doc_lengths] if spans is None else spans
+        check_spans(given, self.doc_lengths, n_types)
+        if threshold is not None and not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        # where each doc's rows start, in rows and in the doc's tokens
+        first_row = numpy.cumsum([0] + self.rows_per_doc)[:-1]
+        row_doc = numpy.repeat(numpy.arange(len(self.doc_lengths)), self.rows_per_doc)
+        row_offset = numpy.zeros(len(self.row_lengths), dtype="int64")
+        for row, n_rows in zip(first_row, self.rows_per_doc):
+            lengths = self.row_lengths[row : row + n_rows]
+            row_offset[row : row + n_rows] = numpy.cumsum([0] + lengths[:-1])
+        # the spans within one row: (row, start, end inclusive, type), and
+        # where each one's probability goes
+        inside: List[Tuple[int, int, int, int]] = []
+        places: List[Tuple[int, int]] = []
+        for doc, doc_spans in enumerate(given):
+            rows = range(first_row[doc], first_row[doc] + self.rows_per_doc[doc])
+            offsets = row_offset[rows.start : rows.stop]
+            for j, (start, end, kind) in enumerate(doc_spans):
+                row = rows.start + int(numpy.searchsorted(offsets, start, side="right")) - 1
+                offset = int(row_offset[row])
+                if end - offset <= self.row_lengths[row]:
+                    inside.append((row, start - offset, end - 1 - offset, kind))
+                    places.append((doc, j))
+        device = self.scores.emissions.device
+        pattern_tensor = torch.from_numpy(pattern_array).to(device)
+        parts = []
+        n_found = 0
+        min_log_prob = None if threshold is None else math.log(threshold)
+        search = min_log_prob is not None and n_types > 0 and self.scores.emissions.shape[1] > 0
+        with torch.no_grad():
+            passes = forward_backward(self.scores) if inside or search else None
+            if inside:
+                longest = max(end - start + 1 for _, start, end, _ in inside)
+                spans_tensor = torch.tensor(inside, dtype=torch.long, device=device)
+                log_probs = span_log_probs(
+                    self.scores, spans_tensor, pattern_tensor, max_length=longest, passes=passes
+                )
+                parts.append(torch.exp(log_probs).double())
+            if search:
+                all_log_probs = all_span_log_probs(
+                    self.scores, pattern_tensor, max_length, min_log_prob=min_log_prob, passes=passes
+                )  # shape: (rows, T, L, n_types)
+                where = (all_log_probs >= min_log_prob).nonzero()  # shape: (M, 4)
+                n_found = where.shape[0]
+                values = torch.exp(all_log_probs[tuple(where.t())]).double()
+                parts.extend([where.double().flatten(), values])
+            host = torch.cat(parts).cpu().numpy() if parts else numpy.zeros((0,))  # one copy
+        results = [SpanProbabilities(numpy.zeros((len(doc_spans),))) for doc_spans in given]
+        for (doc, j), prob in zip(places, host[: len(inside)]):
+            results[doc].given[j] = prob
+        found = host[len(inside) :]
+        hits = found[: 4 * n_found].reshape(n_found, 4).astype("int64")  # row, start, size - 1, type
+        for (row, start, size, kind), prob in zip(hits.tolist(), found[4 * n_found :].tolist()):
+            begin = int(row_offset[row]) + start
+            results[row_doc[row]].found.append((begin, begin + size + 1, kind, prob))
+        return results

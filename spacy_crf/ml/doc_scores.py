@@ -13,20 +13,27 @@ Two limits, with different jobs:
   window's edge.
 
 `DocScores` is what prediction asks for: the docs' scores, with the
-methods of `CRFBatch` (decode, decode_with_confidence, marginals, nbest)
-answered per doc. The short docs are scored together in one model call; each
+methods of `CRFBatch` (decode, decode_with_confidence, marginals, nbest,
+span_probabilities) answered per doc. The short docs are scored together in one model call; each
 window of a long doc in a call of its own, decoded and dropped before the
 next, and the windows' results are joined per doc (windows are independent
 CRF sequences, like chunks).
 """
-from typing import Callable, Iterator, List, Sequence, Tuple, TypeVar
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
 
 from .bilstm_crf import crf_shim
-from .crf_batch import CRFBatch, Ranked, merge_nbest
+from .crf_batch import (
+    CRFBatch,
+    Ranked,
+    Span,
+    SpanProbabilities,
+    check_spans,
+    merge_nbest,
+)
 
 T = TypeVar("T")
 
@@ -64,25 +71,70 @@ class DocScores:
         """Per doc, its k most probable label paths and their log probabilities."""
         return [merge_nbest(parts, k) for parts in self._per_doc(lambda batch: batch.nbest(k))]
 
+    def span_probabilities(
+        self,
+        patterns: Sequence[Sequence[int]],
+        spans: Optional[Sequence[Sequence[Span]]] = None,
+        *,
+        threshold: Optional[float] = None,
+        max_length: Optional[int] = None,
+    ) -> List[SpanProbabilities]:
+        """Per doc, the exact posterior probabilities of entity spans, as
+        `CRFBatch.span_probabilities` (same arguments) with the windows
+        joined: a span that crosses a window's edge, like one that crosses
+        a chunk's, is never decoded and has probability 0.
+
+        RETURNS (List[SpanProbabilities]): per doc, the probabilities of its
+            asked spans (`given`) and the spans at or above the threshold
+            (`found`), in doc token offsets.
+        """
+        given: Sequence[Sequence[Span]] = [[] for _ in self.docs] if spans is None else spans
+        n_types = len(numpy.asarray(patterns, dtype="int64").reshape(-1, 5))
+        check_spans(given, [len(doc) for doc in self.docs], n_types)
+        results = [SpanProbabilities(numpy.zeros((len(doc_spans),))) for doc_spans in given]
+        for doc_ids, offset, batch in self._parts():
+            # the asked spans inside this part, in its docs' offsets
+            picked = []
+            for i, n in zip(doc_ids, batch.doc_lengths):
+                picked.append([
+                    j for j, (start, end, _) in enumerate(given[i])
+                    if offset <= start and end <= offset + n
+                ])
+            part_spans = [
+                [(given[i][j][0] - offset, given[i][j][1] - offset, given[i][j][2]) for j in js]
+                for i, js in zip(doc_ids, picked)
+            ]
+            part = batch.span_probabilities(
+                patterns, part_spans, threshold=threshold, max_length=max_length
+            )
+            for i, js, result in zip(doc_ids, picked, part):
+                results[i].given[js] = result.given
+                results[i].found.extend(
+                    (start + offset, end + offset, kind, prob)
+                    for start, end, kind, prob in result.found
+                )
+        return results
+
     def _per_doc(self, method: Callable[[CRFBatch], List[T]]) -> List[List[T]]:
         """`method` on every scored part; per doc, its parts' results in order."""
         results: List[List[T]] = [[] for _ in self.docs]
-        for doc_ids, batch in self._parts():
+        for doc_ids, _, batch in self._parts():
             for i, result in zip(doc_ids, method(batch)):
                 results[i].append(result)
         return results
 
-    def _parts(self) -> Iterator[Tuple[List[int], CRFBatch]]:
-        """(which docs, their batch): the short docs together, then each
-        window of each long doc alone, one at a time."""
+    def _parts(self) -> Iterator[Tuple[List[int], int, CRFBatch]]:
+        """(which docs, the part's first token in its doc, their batch): the
+        short docs together (offset 0), then each window of each long doc
+        alone, one at a time."""
         window = self.window
         short = [i for i, doc in enumerate(self.docs) if not window or len(doc) <= window]
         if short:
-            yield short, self._score([self.docs[i] for i in short])
+            yield short, 0, self._score([self.docs[i] for i in short])
         for i, doc in enumerate(self.docs):
             if window and len(doc) > window:
                 for start in range(0, len(doc), window):
-                    yield [i], self._score([doc[start : start + window].as_doc()])
+                    yield [i], start, self._score([doc[start : start + window].as_doc()])
 
     def _score(self, docs: List[Doc]) -> CRFBatch:
         if not any(len(doc) for doc in docs):

@@ -16,19 +16,23 @@ from .crf import (
 )
 from .dispatch import log_partition, marginals, negative_log_likelihood, viterbi_decode
 from .loss import crf_loss
+from .spans import all_span_log_probs, forward_backward, span_log_probs
 
 __all__ = [
     "BiLSTMCRF",
     "CRFScores",
     "NEG_INF",
+    "all_span_log_probs",
     "allowed_from_tags",
     "check_scores",
     "constrain",
     "crf_loss",
+    "forward_backward",
     "log_partition",
     "marginals",
     "nbest_decode",
     "negative_log_likelihood",
     "path_score",
+    "span_log_probs",
     "viterbi_decode",
 ]

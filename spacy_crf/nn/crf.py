@@ -143,41 +143,75 @@ def _logmatmul(scores: torch.Tensor, exp_matrix: torch.Tensor, shift: torch.Tens
     return torch.log(summed.clamp_min_(torch.finfo(scores.dtype).tiny)).add_(top + shift)
 
 
+def forward_scores(
+    emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor, start: torch.Tensor
+) -> torch.Tensor:
+    """The forward recursion: alpha_t(k), the log-sum of the scores of every
+    prefix y1..yt with yt = k (start, emissions up to t and the transitions
+    between). Padded steps carry alpha on, so alphas[:, -1] holds each
+    sequence's alpha at its own last token.
+
+    emissions (Tensor): (B, T, K), T >= 1, in the compute dtype (as the
+        other arguments). mask (Tensor): (B, T) bool.
+    transitions (Tensor): (K, K). start (Tensor): (K,).
+    RETURNS (Tensor): (B, T, K) alphas.
+    """
+    B, T, K = emissions.shape
+    shift = transitions.max()
+    exp_transitions = torch.exp(transitions - shift)  # shape: (K, K)
+    alphas = emissions.new_empty(B, T, K)
+    alpha = start + emissions[:, 0]  # shape: (B, K)
+    alphas[:, 0] = alpha
+    for t in range(1, T):
+        step = _logmatmul(alpha, exp_transitions, shift).add_(emissions[:, t])
+        alpha = torch.where(mask[:, t, None], step, alpha)
+        alphas[:, t] = alpha
+    return alphas
+
+
+def backward_scores(
+    emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor, end: torch.Tensor
+) -> torch.Tensor:
+    """The backward recursion: beta_t(i), the log-sum of the scores of every
+    continuation after label i at step t (the transitions, emissions after t
+    and end). Padded steps carry beta back unchanged from the end, so a
+    sequence's beta at its own last token is `end`.
+
+    emissions (Tensor): (B, T, K), T >= 1, in the compute dtype (as the
+        other arguments). mask (Tensor): (B, T) bool.
+    transitions (Tensor): (K, K). end (Tensor): (K,).
+    RETURNS (Tensor): (B, T, K) betas.
+    """
+    B, T, K = emissions.shape
+    shift = transitions.max()
+    exp_transitions_t = torch.exp(transitions - shift).t()
+    betas = emissions.new_empty(B, T, K)
+    beta = end.expand(B, K)
+    betas[:, T - 1] = beta
+    for t in range(T - 2, -1, -1):
+        step = _logmatmul(emissions[:, t + 1] + beta, exp_transitions_t, shift)
+        beta = torch.where(mask[:, t + 1, None], step, beta)
+        betas[:, t] = beta
+    return betas
+
+
 class _LogPartition(torch.autograd.Function):
     """Forward algorithm with a hand-written forward-backward gradient."""
 
     @staticmethod
     def forward(ctx, emissions, mask, transitions, start, end):  # type: ignore[override]
-        B, T, K = emissions.shape
-        shift = transitions.max()
-        exp_transitions = torch.exp(transitions - shift)  # shape: (K, K)
-        alphas = emissions.new_empty(B, T, K)
-        alpha = start + emissions[:, 0]  # shape: (B, K)
-        alphas[:, 0] = alpha
-        for t in range(1, T):
-            step = _logmatmul(alpha, exp_transitions, shift).add_(emissions[:, t])
-            alpha = torch.where(mask[:, t, None], step, alpha)
-            alphas[:, t] = alpha
-        log_z = torch.logsumexp(alpha + end, dim=1)  # shape: (B,)
+        alphas = forward_scores(emissions, mask, transitions, start)  # shape: (B, T, K)
+        log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)  # shape: (B,)
         ctx.save_for_backward(emissions, mask, transitions, end, alphas, log_z)
         return log_z
 
     @staticmethod
     def backward(ctx, grad_log_z):  # type: ignore[override]
         emissions, mask, transitions, end, alphas, log_z = ctx.saved_tensors
-        B, T, K = emissions.shape
+        _, T, K = emissions.shape
         shift = transitions.max()
         exp_transitions = torch.exp(transitions - shift)
-        # beta_t(i): log-sum of the scores of every continuation after label i
-        # at step t; padded steps carry beta back unchanged from the end.
-        betas = emissions.new_empty(B, T, K)
-        beta = end.expand(B, K)
-        betas[:, T - 1] = beta
-        exp_transitions_t = exp_transitions.t()
-        for t in range(T - 2, -1, -1):
-            step = _logmatmul(emissions[:, t + 1] + beta, exp_transitions_t, shift)
-            beta = torch.where(mask[:, t + 1, None], step, beta)
-            betas[:, t] = beta
+        betas = backward_scores(emissions, mask, transitions, end)  # shape: (B, T, K)
         g = grad_log_z[:, None, None]  # shape: (B, 1, 1)
         marginals = torch.exp(alphas + betas - log_z[:, None, None])  # shape: (B, T, K)
         grad_emissions = marginals * (mask[..., None] * g)
@@ -286,16 +320,40 @@ def _max_plus_step(score: torch.Tensor, incoming: torch.Tensor, buffer: torch.Te
 
     The sums are laid out (K_prev, B, K_next), so the max over previous labels
     reduces over the leading axis: an elementwise max of K contiguous (B, K)
-    slabs, which lands straight back in the (B, K) layout of the scores.
+    slabs, which lands straight back in the (B, K) layout of the scores. With
+    many labels the next labels are taken a block at a time (see
+    `_label_block`), so the sums never exceed the buffer.
 
     score (Tensor): (B, K). incoming (Tensor): (K_prev, 1, K_next), the
-    transitions. buffer (Tensor): at least K * B * K elements of scratch.
+    transitions. buffer (Tensor): scratch for at least K * B sums; its size
+    sets how many next labels are scored at once.
     RETURNS (Tensor): (B, K_next).
     """
     B, K = score.shape
-    sums = buffer[: K * B * K].view(K, B, K)
-    torch.add(score.t().unsqueeze(2), incoming, out=sums)
-    return sums.view(K, B * K).amax(dim=0).view(B, K)
+    block = min(K, buffer.numel() // (K * B))
+    if block >= K:
+        sums = buffer[: K * B * K].view(K, B, K)
+        torch.add(score.t().unsqueeze(2), incoming, out=sums)
+        return sums.view(K, B * K).amax(dim=0).view(B, K)
+    best = score.new_empty(B, K)
+    for first in range(0, K, block):
+        n = min(block, K - first)
+        sums = buffer[: K * B * n].view(K, B, n)
+        torch.add(score.t().unsqueeze(2), incoming[:, :, first : first + n], out=sums)
+        best[:, first : first + n] = sums.amax(dim=0)
+    return best
+
+
+# The most scores one decoding step holds at once (64 MiB of float32): with
+# many labels (K * B * K sums a step: 1,000 labels and 64 rows would be 256 MiB)
+# the next labels are taken in blocks. The result is the same.
+MAX_STEP_ELEMENTS = 1 << 24
+
+
+def _label_block(rows: int, n_labels: int, width: int = 1) -> int:
+    """How many next labels one step scores at once: all of them unless
+    rows * n_labels * width sums per next label would exceed MAX_STEP_ELEMENTS."""
+    return max(1, min(n_labels, MAX_STEP_ELEMENTS // max(1, rows * n_labels * width)))
 
 
 def _viterbi(
@@ -322,7 +380,7 @@ def _viterbi(
     incoming = transitions.unsqueeze(1)  # shape: (K_prev, 1, K_next)
     into = transitions.t().contiguous()  # row j: the scores of moving into j
     history = emissions.new_empty(T, B, K)  # history[t]: max scores after step t
-    buffer = emissions.new_empty(K * B * K)
+    buffer = emissions.new_empty(K * B * _label_block(B, K))
     score = start + emissions[:, 0]  # shape: (B, K)
     history[0] = score
     for t in range(1, T):
@@ -394,11 +452,16 @@ def nbest_decode(scores: CRFScores, k: int) -> Tuple[torch.Tensor, torch.Tensor]
     score[:, :, 0] = start.to(dtype) + emissions[:, 0]
     identity = torch.arange(K * k, device=device).view(1, K, k).expand(B, K, k)
     history = []
+    block = _label_block(B, K, k)  # next labels ranked at once (bounded memory)
     for t in range(1, T):
-        # shape: (B, K_prev, K_next, k) -> (B, K_next, K_prev * k)
-        extended = score.unsqueeze(2) + transitions.view(1, K, K, 1)
-        extended = extended.permute(0, 2, 1, 3).reshape(B, K, K * k)
-        best, pointer = extended.topk(k, dim=2)  # shape: (B, K_next, k)
+        best = score.new_empty(B, K, k)
+        pointer = torch.empty(B, K, k, dtype=torch.long, device=device)
+        for first in range(0, K, block):
+            n = min(block, K - first)
+            # shape: (B, K_prev, n, k) -> (B, n, K_prev * k)
+            extended = score.unsqueeze(2) + transitions[:, first : first + n].reshape(1, K, n, 1)
+            extended = extended.permute(0, 2, 1, 3).reshape(B, n, K * k)
+            best[:, first : first + n], pointer[:, first : first + n] = extended.topk(k, dim=2)
         step_mask = mask[:, t, None, None]
         score = torch.where(step_mask, best + emissions[:, t, :, None], score)
         history.append(torch.where(step_mask, pointer, identity))

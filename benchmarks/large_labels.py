@@ -1,0 +1,101 @@
+"""The CRF with many labels (morphological bundles: 500 to 2,000) on the CPU:
+time and peak memory of Viterbi, log Z with its gradient, marginals and n-best,
+beside a BiLSTM forward over the same batch (the network the CRF sits on).
+
+    python -m benchmarks.large_labels [--labels 500 1000 2000] [--batch 32]
+        [--length 40] [--repeats 5] [--threads 1] [--output metrics/speed/large_labels.json]
+
+Each operation runs in a fresh process (so that its peak resident memory is its
+own: `peak_mb` is the process's peak less its peak before the operation), on
+random scores of `--batch` sequences of 1 to `--length` tokens (the first one
+`--length`), torch's reference code (the GPU kernels stop at 128 labels).
+"""
+import argparse
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import torch
+
+from spacy_crf.nn import crf
+
+from .common import make_batch, median_ms, write_json
+
+OPERATIONS = ["viterbi", "log_z_fwd_bwd", "marginals", "nbest_5", "bilstm_forward"]
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(operation: str, n_labels: int, batch: int, length: int, repeats: int, threads: int) -> Dict:
+    """Time one operation and the memory it adds (run in its own process)."""
+    torch.set_num_threads(threads)
+    scores, _, _ = make_batch(batch, length, n_labels)
+    lstm = torch.nn.LSTM(128, 192, batch_first=True, bidirectional=True)
+    inputs = torch.randn(batch, length, 128)
+
+    def log_z_fwd_bwd():
+        emissions = scores.emissions.detach().requires_grad_(True)
+        transitions = scores.transitions.detach().requires_grad_(True)
+        crf.log_partition(crf.CRFScores(emissions, scores.mask, transitions, scores.start, scores.end)).sum().backward()
+
+    run = {
+        "viterbi": lambda: crf.viterbi_decode(scores),
+        "log_z_fwd_bwd": log_z_fwd_bwd,
+        "marginals": lambda: crf.marginals(scores),
+        "nbest_5": lambda: crf.nbest_decode(scores, 5),
+        "bilstm_forward": lambda: lstm(inputs),
+    }[operation]
+    before = peak_mb()
+    with torch.no_grad() if operation == "bilstm_forward" else torch.enable_grad():
+        ms = median_ms(run, repeats)
+    return {"operation": operation, "labels": n_labels, "ms": round(ms, 2), "peak_mb": round(peak_mb() - before, 1)}
+
+
+def table(rows: List[Dict]) -> str:
+    """Markdown: one row per label count, ms and added peak MB per operation."""
+    by_k: Dict[int, Dict[str, Dict]] = {}
+    for row in rows:
+        by_k.setdefault(row["labels"], {})[row["operation"]] = row
+    lines = ["| labels | " + " | ".join(OPERATIONS) + " | Viterbi / BiLSTM |", "|---|" + "---|" * (len(OPERATIONS) + 1)]
+    for k, ops in sorted(by_k.items()):
+        cells = [f"{ops[op]['ms']:.1f} ms, {ops[op]['peak_mb']:.0f} MB" for op in OPERATIONS]
+        share = ops["viterbi"]["ms"] / ops["bilstm_forward"]["ms"]
+        lines.append(f"| {k:,} | " + " | ".join(cells) + f" | {share:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--labels", type=int, nargs="+", default=[500, 1000, 2000])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--one", nargs=2, metavar=("OPERATION", "LABELS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:  # the child process: one measurement, as JSON
+        operation, n_labels = args.one[0], int(args.one[1])
+        print(json.dumps(measure(operation, n_labels, args.batch, args.length, args.repeats, args.threads)))
+        return
+    rows = []
+    for n_labels in args.labels:
+        for operation in OPERATIONS:
+            command = [sys.executable, "-m", "benchmarks.large_labels", "--one", operation, str(n_labels),
+                       "--batch", str(args.batch), "--length", str(args.length),
+                       "--repeats", str(args.repeats), "--threads", str(args.threads)]
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"batch {args.batch}, length up to {args.length}, {args.threads} thread(s), medians of {args.repeats}")
+    print(table(rows))
+    write_json({"batch": args.batch, "length": args.length, "threads": args.threads, "repeats": args.repeats,
+                "rows": rows}, args.output)
+
+
+if __name__ == "__main__":
+    main()
