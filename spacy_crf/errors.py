@@ -97,3 +97,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "Label '{label}' does not fit target \"{target}\": expected {expected}, "
         "in UD FEATS format (features 'Field=Value' joined by '|')."
     )
+    E020 = (
+        "Component '{name}' has target \"{target}\": entity probabilities "
+        "(store_entity_probs, ents_threshold, candidates_key) need target \"ents\"."
+    )
+    E021 = "Component '{name}' was given {setting}={value}: a probability between 0 and 1 is expected."

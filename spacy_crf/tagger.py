@@ -13,7 +13,7 @@ import srsly
 from spacy import util
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc, Token
+from spacy.tokens import Doc, Span, SpanGroup, Token
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
@@ -22,7 +22,7 @@ from .constraints import SCHEMES, allowed_transitions
 from .errors import Errors, UnsafeModelError
 from .ml import CRFBatch, DocScores, count_known_words, crf_batch_loss, set_constraints, torch_network
 from .scorers import crf_tagger_score
-from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, Target, gold_ids
+from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, Target, entity_offsets, gold_ids, span_patterns
 from .threads import torch_threads
 
 # The factory's default: the network of configs/cpu.cfg, the most accurate
@@ -52,6 +52,8 @@ DEFAULT_CRF_TAGGER_MODEL = Config().from_str(default_model_config)["model"]
 
 if not Token.has_extension("crf_confidence"):
     Token.set_extension("crf_confidence", default=None)
+if not Span.has_extension("crf_prob"):
+    Span.set_extension("crf_prob", default=None)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,10 +64,21 @@ class CRFPrediction(NamedTuple):
     ids (List[numpy.ndarray]): per doc, the Viterbi label id of each token.
     confidences (Optional[List[numpy.ndarray]]): per doc, each predicted
         label's marginal probability (with store_confidence), else None.
+    entities (Optional[List[List[Tuple[int, int, str]]]]): target "ents" with
+        span probabilities asked for: per doc, the (start, end, label) of each
+        entity of the decoded path that is kept (see ents_threshold).
+    entity_probs (Optional[List[numpy.ndarray]]): per doc, each kept
+        entity's exact posterior probability, in the order of `entities`.
+    candidates (Optional[List[List[Tuple[int, int, str, float]]]]): with
+        candidates_key, per doc every span whose posterior is at least
+        candidates_threshold, (start, end, label, probability).
     """
 
     ids: List[numpy.ndarray]
     confidences: Optional[List[numpy.ndarray]] = None
+    entities: Optional[List[List[Tuple[int, int, str]]]] = None
+    entity_probs: Optional[List[numpy.ndarray]] = None
+    candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
 
 
 @Language.factory(
@@ -77,6 +90,10 @@ class CRFPrediction(NamedTuple):
         "overwrite": False,
         "window": 8192,
         "store_confidence": False,
+        "store_entity_probs": False,
+        "ents_threshold": 0.0,
+        "candidates_key": None,
+        "candidates_threshold": 0.5,
         "constraints": "auto",
         "threads": 0,
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
@@ -101,6 +118,10 @@ def make_crf_tagger(
     overwrite: bool,
     window: int,
     store_confidence: bool,
+    store_entity_probs: bool,
+    ents_threshold: float,
+    candidates_key: Optional[str],
+    candidates_threshold: float,
     constraints: str,
     threads: int,
     scorer: Optional[Callable],
@@ -123,6 +144,15 @@ def make_crf_tagger(
         rows of one batch (a short time loop). See spacy_crf.ml.doc_scores.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
+    store_entity_probs (bool): target "ents": write each entity's exact
+        posterior probability (the sum of the probabilities of every tag path
+        that makes exactly that span) to span._.crf_prob of doc.ents.
+    ents_threshold (float): target "ents": write only the decoded entities
+        whose posterior is at least this (0: all of them).
+    candidates_key (Optional[str]): target "ents": store every span whose
+        posterior is at least candidates_threshold, decoded or not, as a
+        SpanGroup in doc.spans[candidates_key] with attrs["scores"].
+    candidates_threshold (float): the least posterior of a candidate.
     constraints (str): "none", or a tag scheme ("BIO"/"IOB2", "BILUO",
         "IOBES") whose invalid transitions get probability exactly 0; "auto"
         is "BILUO" for target "ents" and "none" otherwise.
@@ -143,6 +173,10 @@ def make_crf_tagger(
         overwrite=overwrite,
         window=window,
         store_confidence=store_confidence,
+        store_entity_probs=store_entity_probs,
+        ents_threshold=ents_threshold,
+        candidates_key=candidates_key,
+        candidates_threshold=candidates_threshold,
         constraints=constraints,
         threads=threads,
         scorer=scorer,
@@ -178,6 +212,10 @@ class CRFTagger(TrainablePipe):
         overwrite: bool = False,
         window: int = 8192,
         store_confidence: bool = False,
+        store_entity_probs: bool = False,
+        ents_threshold: float = 0.0,
+        candidates_key: Optional[str] = None,
+        candidates_threshold: float = 0.5,
         constraints: str = "auto",
         threads: int = 0,
         scorer: Optional[Callable] = crf_tagger_score,
@@ -191,6 +229,12 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError(Errors.E018.format(name=name, threads=threads))
+        asks_spans = store_entity_probs or ents_threshold > 0 or candidates_key is not None
+        if asks_spans and target != "ents":
+            raise ValueError(Errors.E020.format(name=name, target=target))
+        for setting, value in (("ents_threshold", ents_threshold), ("candidates_threshold", candidates_threshold)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(Errors.E021.format(name=name, setting=setting, value=value))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -203,6 +247,10 @@ class CRFTagger(TrainablePipe):
             "overwrite": overwrite,
             "window": window,
             "store_confidence": store_confidence,
+            "store_entity_probs": store_entity_probs,
+            "ents_threshold": ents_threshold,
+            "candidates_key": candidates_key,
+            "candidates_threshold": candidates_threshold,
             "constraints": constraints,
         }
         self.cfg = dict(sorted(cfg.items()))
@@ -316,9 +364,53 @@ class CRFTagger(TrainablePipe):
             their marginal probabilities.
         """
         scores = self._scores(docs)
+        if self._asks_spans:
+            return self._predict_with_spans(scores)
         if self.cfg.get("store_confidence"):
             return CRFPrediction(*scores.decode_with_confidence())
         return CRFPrediction(scores.decode())
+
+    @property
+    def _asks_spans(self) -> bool:
+        """Whether prediction computes entity span posteriors."""
+        cfg = self.cfg
+        return cfg["target"] == "ents" and bool(
+            cfg.get("store_entity_probs") or cfg.get("ents_threshold") or cfg.get("candidates_key") is not None
+        )
+
+    def _predict_with_spans(self, scores: DocScores) -> CRFPrediction:
+        """Viterbi ids with the decoded entities' posteriors and the
+        candidate spans, from one model pass; entities below ents_threshold
+        become "O"."""
+        labels, scheme = self.labels, self._scheme
+        types, patterns = span_patterns(labels, scheme)
+        type_ids = {kind: i for i, kind in enumerate(types)}
+
+        def path_spans(path: numpy.ndarray) -> List[Tuple[int, int, int]]:
+            offsets = entity_offsets([labels[i] for i in path.tolist()], scheme)
+            return [(start, end, type_ids[kind]) for start, end, kind in offsets]
+
+        key = self.cfg.get("candidates_key")
+        ids, confidences, spans, probs = scores.decode_with_spans(
+            patterns, path_spans, confidence=bool(self.cfg.get("store_confidence")),
+            threshold=self.cfg["candidates_threshold"] if key is not None else None,
+        )
+        least = self.cfg.get("ents_threshold") or 0.0
+        outside = labels.index("O")
+        entities, entity_probs = [], []
+        for i, (doc_spans, doc_probs) in enumerate(zip(spans, probs)):
+            keep = [p >= least for p in doc_probs.given.tolist()]
+            if not all(keep):
+                ids[i] = ids[i].copy()
+                for (start, end, _), kept in zip(doc_spans, keep):
+                    if not kept:
+                        ids[i][start:end] = outside
+            entities.append([(start, end, types[kind]) for (start, end, kind), kept in zip(doc_spans, keep) if kept])
+            entity_probs.append(doc_probs.given[numpy.asarray(keep, dtype=bool)])
+        candidates = None
+        if key is not None:
+            candidates = [[(start, end, types[kind], p) for start, end, kind, p in doc.found] for doc in probs]
+        return CRFPrediction(ids, confidences, entities, entity_probs, candidates)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: Union[CRFPrediction, List[numpy.ndarray]]) -> None:
         """Write the predicted labels (and confidences) to the docs.
@@ -340,6 +432,19 @@ class CRFTagger(TrainablePipe):
             for doc, confidences in zip(docs, prediction.confidences):
                 for token, confidence in zip(doc, confidences.tolist()):
                     token._.crf_confidence = confidence
+        if prediction.entity_probs is not None and self.cfg.get("store_entity_probs"):
+            for doc, entities, probs in zip(docs, prediction.entities, prediction.entity_probs):
+                by_span = dict(zip(entities, probs.tolist()))
+                for ent in doc.ents:
+                    prob = by_span.get((ent.start, ent.end, ent.label_))
+                    if prob is not None:
+                        ent._.crf_prob = prob
+        key = self.cfg.get("candidates_key")
+        if prediction.candidates is not None and key is not None:
+            for doc, candidates in zip(docs, prediction.candidates):
+                spans = [Span(doc, start, end, label=label) for start, end, label, _ in candidates]
+                doc.spans[key] = SpanGroup(doc, name=key, spans=spans)
+                doc.spans[key].attrs["scores"] = numpy.asarray([p for *_, p in candidates], dtype="float32")
 
     @_in_torch_threads
     def marginals(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:

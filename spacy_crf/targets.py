@@ -20,6 +20,7 @@ from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.strings import StringStore
 from spacy.tokens import Doc, Span
 from spacy.training import Example, biluo_tags_to_spans
+from spacy.training.iob_utils import tags_to_entities
 from spacy.vocab import Vocab
 
 from .errors import Errors
@@ -411,22 +412,33 @@ def gold_entity_tags(example: Example, scheme: str) -> List[str]:
 
 def tags_to_spans(doc: Doc, tags: Sequence[str], scheme: str) -> List[Span]:
     """Entity spans of a valid tag sequence of the scheme."""
+    return biluo_tags_to_spans(doc, _as_biluo(tags, scheme))
+
+
+def entity_offsets(tags: Sequence[str], scheme: str) -> List[Tuple[int, int, str]]:
+    """(start, end, type) of the entities of a valid tag sequence of the
+    scheme, token offsets with the end exclusive: the spans `tags_to_spans`
+    makes, without a Doc."""
+    return [(start, end + 1, kind) for kind, start, end in tags_to_entities(_as_biluo(tags, scheme))]
+
+
+def _as_biluo(tags: Sequence[str], scheme: str) -> List[str]:
+    """The BILUO tags of a valid tag sequence of the scheme."""
     if scheme in ("BILUO", "IOBES"):
         back = {v: k for k, v in _RENAME[scheme].items()}
-        biluo = [t if t == "O" else f"{back[t[0]]}{t[1:]}" for t in tags]
-    else:
-        biluo = []
-        for i, tag in enumerate(tags):
-            if tag == "O":
-                biluo.append("O")
-                continue
-            prefix, kind = tag[0], tag[2:]
-            continues = i + 1 < len(tags) and tags[i + 1] == f"I-{kind}"
-            if prefix == "B":
-                biluo.append(f"B-{kind}" if continues else f"U-{kind}")
-            else:
-                biluo.append(f"I-{kind}" if continues else f"L-{kind}")
-    return biluo_tags_to_spans(doc, biluo)
+        return [t if t == "O" else f"{back[t[0]]}{t[1:]}" for t in tags]
+    biluo = []
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            biluo.append("O")
+            continue
+        prefix, kind = tag[0], tag[2:]
+        continues = i + 1 < len(tags) and tags[i + 1] == f"I-{kind}"
+        if prefix == "B":
+            biluo.append(f"B-{kind}" if continues else f"U-{kind}")
+        else:
+            biluo.append(f"I-{kind}" if continues else f"L-{kind}")
+    return biluo
 
 
 # scheme -> the prefixes of (single, first, middle, last, not_after) in a span

@@ -115,6 +115,50 @@ class DocScores:
                 )
         return results
 
+    def decode_with_spans(
+        self,
+        patterns: Sequence[Sequence[int]],
+        path_spans: Callable[[numpy.ndarray], List[Span]],
+        *,
+        confidence: bool = False,
+        threshold: Optional[float] = None,
+    ) -> Tuple[List[numpy.ndarray], Optional[List[numpy.ndarray]], List[List[Span]], List[SpanProbabilities]]:
+        """Viterbi decoding and entity span posteriors in one model pass: per
+        doc, the label ids, with `confidence` their marginal probabilities,
+        the entity spans of the Viterbi path, and their probabilities
+        (`given`, in the order of the spans) with every span at or above
+        `threshold` (`found`).
+
+        patterns (Sequence[Sequence[int]]): per entity type, its span labels
+            (see `spacy_crf.targets.span_patterns`).
+        path_spans (Callable[[ndarray], List[Span]]): the entity spans
+            (start, end, type) of a path of label ids.
+        RETURNS: per doc, the ids, the confidences (None without
+            `confidence`), the Viterbi spans and their SpanProbabilities.
+        """
+        ids: List[List[numpy.ndarray]] = [[] for _ in self.docs]
+        confidences: List[List[numpy.ndarray]] = [[] for _ in self.docs]
+        spans: List[List[Span]] = [[] for _ in self.docs]
+        probs = [SpanProbabilities() for _ in self.docs]
+        given: List[List[numpy.ndarray]] = [[] for _ in self.docs]
+        for doc_ids, offset, batch in self._parts():
+            if confidence:
+                part_ids, part_confidences = batch.decode_with_confidence()
+            else:
+                part_ids, part_confidences = batch.decode(), [None] * len(doc_ids)
+            part_spans = [path_spans(path) for path in part_ids]
+            part_probs = batch.span_probabilities(patterns, part_spans, threshold=threshold)
+            for i, path, conf, found_spans, result in zip(doc_ids, part_ids, part_confidences, part_spans, part_probs):
+                ids[i].append(path)
+                confidences[i].append(conf)
+                spans[i].extend((start + offset, end + offset, kind) for start, end, kind in found_spans)
+                given[i].append(result.given)
+                probs[i].found.extend((start + offset, end + offset, kind, p) for start, end, kind, p in result.found)
+        for i, parts in enumerate(given):
+            probs[i].given = _concatenate(parts)
+        joined_confidences = [_concatenate(parts) for parts in confidences] if confidence else None
+        return [_concatenate(parts) for parts in ids], joined_confidences, spans, probs
+
     def _per_doc(self, method: Callable[[CRFBatch], List[T]]) -> List[List[T]]:
         """`method` on every scored part; per doc, its parts' results in order."""
         results: List[List[T]] = [[] for _ in self.docs]

@@ -1,0 +1,112 @@
+"""Entity probabilities of crf_tagger (target "ents"): each written entity's
+exact posterior in span._.crf_prob, candidate spans in a scored SpanGroup, and
+a precision threshold for doc.ents, all from the decoding model pass."""
+import numpy
+import pytest
+import spacy
+
+from spacy_crf.targets import span_patterns
+
+from .helpers import make_nlp, train
+from .test_entities import NER_DATA, ner_examples
+
+TEXTS = [text for text, _ in NER_DATA] + ["Anna likes Berlin and New York", "", "Smith"]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A briefly trained recogniser: confident about some spans, not all."""
+    nlp = make_nlp(target="ents", store_entity_probs=True, candidates_key="candidates", candidates_threshold=0.05)
+    train(nlp, ner_examples(nlp), steps=12)
+    return nlp
+
+
+def reference_probs(nlp, doc, spans):
+    """The spans' posteriors straight from the model's CRFBatch."""
+    tagger = nlp.get_pipe("crf_tagger")
+    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    asked = [[(start, end, types.index(label)) for start, end, label in spans]]
+    return tagger.model.predict([doc]).span_probabilities(patterns, asked)[0].given
+
+
+def test_every_entity_gets_its_exact_posterior(trained):
+    for doc in trained.pipe(TEXTS):
+        spans = [(ent.start, ent.end, ent.label_) for ent in doc.ents]
+        probs = [ent._.crf_prob for ent in doc.ents]
+        assert all(0.0 < p <= 1.0 for p in probs)
+        if spans:
+            numpy.testing.assert_allclose(probs, reference_probs(trained, trained.make_doc(doc.text), spans), rtol=1e-6)
+
+
+def test_single_token_entity_probability_is_its_marginal(trained):
+    tagger = trained.get_pipe("crf_tagger")
+    doc = trained("I like Berlin")
+    (berlin,) = [ent for ent in doc.ents if ent.text == "Berlin"]
+    marginals = tagger.marginals([trained.make_doc("I like Berlin")])[0]
+    assert berlin._.crf_prob == pytest.approx(float(marginals[berlin.start, tagger.labels.index("U-LOC")]), rel=1e-5)
+
+
+def test_candidates_are_scored_spans_above_the_threshold(trained):
+    for doc in trained.pipe(TEXTS):
+        group = doc.spans["candidates"]
+        scores = group.attrs["scores"]
+        assert len(scores) == len(group) and all(s >= 0.05 for s in scores)
+        for ent in doc.ents:
+            if ent._.crf_prob >= 0.05:
+                assert (ent.start, ent.end, ent.label_) in {(s.start, s.end, s.label_) for s in group}
+        if len(group):
+            expected = reference_probs(trained, trained.make_doc(doc.text), [(s.start, s.end, s.label_) for s in group])
+            numpy.testing.assert_allclose(scores, expected, rtol=1e-5)
+
+
+def test_ents_threshold_keeps_only_likely_entities(trained, tmp_path):
+    text = "Anna likes Berlin and New York"
+    probs = sorted(ent._.crf_prob for ent in trained(text).ents)
+    assert len(probs) >= 2 and probs[0] < probs[-1]
+    least = (probs[0] + probs[-1]) / 2
+    tagger = trained.get_pipe("crf_tagger")
+    tagger.cfg["ents_threshold"] = least
+    try:
+        kept = trained(text).ents
+        assert kept and all(ent._.crf_prob >= least for ent in kept)
+        assert len(kept) == sum(p >= least for p in probs)
+    finally:
+        tagger.cfg["ents_threshold"] = 0.0
+
+
+def test_roundtrip_and_pipe_equal_call(trained, tmp_path):
+    trained.to_disk(tmp_path)
+    loaded = spacy.load(tmp_path)
+    # batched (pipe) and one by one (call) differ by float32 rounding only
+    for a, b in zip(trained.pipe(TEXTS, batch_size=2), [loaded(text) for text in TEXTS]):
+        assert [(e.start, e.end, e.label_) for e in a.ents] == [(e.start, e.end, e.label_) for e in b.ents]
+        numpy.testing.assert_allclose([e._.crf_prob for e in a.ents], [e._.crf_prob for e in b.ents], rtol=1e-5)
+        assert [(s.start, s.end, s.label_) for s in a.spans["candidates"]] == [
+            (s.start, s.end, s.label_) for s in b.spans["candidates"]
+        ]
+        numpy.testing.assert_allclose(a.spans["candidates"].attrs["scores"], b.spans["candidates"].attrs["scores"],
+                                      rtol=1e-5)
+    for text in TEXTS:  # saved and loaded: bit for bit
+        assert [e._.crf_prob for e in trained(text).ents] == [e._.crf_prob for e in loaded(text).ents]
+
+
+def test_long_docs_window_by_window(trained):
+    tagger = trained.get_pipe("crf_tagger")
+    text = " ".join(TEXTS[:3])
+    whole = trained(text)
+    tagger.cfg["window"] = 7
+    try:
+        windowed = trained(text)
+    finally:
+        tagger.cfg["window"] = 8192
+    for ent in windowed.ents:
+        assert ent.end - 1 < (ent.start // 7 + 1) * 7  # no entity crosses a window's edge
+        assert 0.0 < ent._.crf_prob <= 1.0
+    assert len(whole.ents) > 0
+
+
+def test_settings_need_target_ents_and_probabilities():
+    with pytest.raises(ValueError, match=r"\[E020\]"):
+        make_nlp(target="tag", store_entity_probs=True)
+    with pytest.raises(ValueError, match=r"\[E021\]"):
+        make_nlp(target="ents", ents_threshold=1.5)
