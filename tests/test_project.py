@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from scripts.decoding_ablation import restrict_to_dictionary
+from scripts.morph_table import write_tables as write_morph_tables
 from scripts.results_table import main as print_results_table
+from scripts.unseen_bundles import unseen_bundle_rate
 
 ROOT = Path(__file__).parent.parent
 PROJECT_FILES = ["project.yml", "configs", "scripts", "benchmarks"]
@@ -43,9 +45,8 @@ def run(args, cwd, check=True, env=None):
     return result
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    """A copy of the project that ran `all` on a tiny treebank."""
+def copy_project(tmp_path_factory):
+    """A fresh copy of the project's files."""
     root = tmp_path_factory.mktemp("project")
     for name in PROJECT_FILES:
         source = ROOT / name
@@ -53,6 +54,13 @@ def project(tmp_path_factory):
             shutil.copytree(source, root / name)
         else:
             shutil.copy(source, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A copy of the project that ran `all` on a tiny treebank."""
+    root = copy_project(tmp_path_factory)
     treebank = tmp_path_factory.mktemp("treebank")
     (treebank / "en_ewt-ud-train.conllu").write_text(conllu(SENTENCES * 8))
     (treebank / "en_ewt-ud-dev.conllu").write_text(conllu(SENTENCES * 2))
@@ -247,3 +255,149 @@ def test_tag_dictionary_replaces_only_tags_a_frequent_word_never_had():
     assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 2) == ["DT", "NN", "NN", "VB", "VB"]
     assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 1)[2] == "NNP"
     assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 10) == viterbi
+
+
+# Turkish-like sentences for the morph workflow: (ID, FORM, UPOS, FEATS), XPOS
+# "_"; a "1-2" line is a multiword token, the lines after it its syntactic words
+NOUN_LOC = "Case=Loc|Number=Sing|Person=3"
+NOUN_ACC = "Case=Acc|Number=Sing|Person=3"
+NOUN_NOM = "Case=Nom|Number=Sing|Person=3"
+VERB_PAST_1 = "Aspect=Perf|Mood=Ind|Number=Sing|Person=1|Polarity=Pos|Tense=Past"
+VERB_PAST_3 = "Aspect=Perf|Mood=Ind|Number=Sing|Person=3|Polarity=Pos|Tense=Past"
+TURKISH = [
+    [("1-2", "Evdeki", "_", "_"), ("1", "Evde", "NOUN", NOUN_LOC), ("2", "ki", "ADP", "_"),
+     ("3", "kitabı", "NOUN", NOUN_ACC), ("4", "okudum", "VERB", VERB_PAST_1), ("5", ".", "PUNCT", "_")],
+    [("1", "Ali", "PROPN", NOUN_NOM), ("2", "okula", "NOUN", "Case=Dat|Number=Sing|Person=3"),
+     ("3", "gitti", "VERB", VERB_PAST_3), ("4", ".", "PUNCT", "_")],
+    [("1-2", "Masadaki", "_", "_"), ("1", "Masada", "NOUN", NOUN_LOC), ("2", "ki", "ADP", "_"),
+     ("3", "kalem", "NOUN", NOUN_NOM), ("4", "kırmızı", "ADJ", "_"), ("5", ".", "PUNCT", "_")],
+]
+# a dev sentence with one bundle that train lacks (a plural noun)
+TURKISH_UNSEEN = [("1", "Kitaplar", "NOUN", "Case=Nom|Number=Plur|Person=3"), ("2", "kırmızı", "ADJ", "_"),
+                  ("3", ".", "PUNCT", "_")]
+
+
+def morph_conllu(sentences):
+    """CoNLL-U of (ID, FORM, UPOS, FEATS) rows: XPOS "_", the first word the root."""
+    lines = []
+    for n, rows in enumerate(sentences):
+        lines.append(f"# sent_id = tr{n}")
+        for id_, form, upos, feats in rows:
+            if "-" in id_:
+                lines.append(f"{id_}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_")
+            else:
+                head, deprel = ("0", "root") if id_ == "1" else ("1", "dep")
+                lines.append(f"{id_}\t{form}\t{form.lower()}\t{upos}\t_\t{feats}\t{head}\t{deprel}\t_\t_")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def words_of(sentences):
+    return sum(1 for rows in sentences for id_, *_ in rows if id_.isdigit())
+
+
+@pytest.fixture(scope="module")
+def morph_project(tmp_path_factory):
+    """A copy of the project that ran the `morph` workflow on a tiny Turkish-like treebank."""
+    root = copy_project(tmp_path_factory)
+    treebank = tmp_path_factory.mktemp("treebank_tr")
+    (treebank / "tr_tiny-ud-train.conllu").write_text(morph_conllu(TURKISH * 6), encoding="utf8")
+    (treebank / "tr_tiny-ud-dev.conllu").write_text(morph_conllu(TURKISH + [TURKISH_UNSEEN]), encoding="utf8")
+    run(
+        [sys.executable, "-m", "spacy", "project", "run", "morph", ".",
+         "--vars.lang", "tr", "--vars.treebank_dir", str(treebank), "--vars.treebank_name", "tr_tiny",
+         "--vars.train_name", "tr_tiny-ud-train", "--vars.dev_name", "tr_tiny-ud-dev",
+         "--vars.max_steps", "6", "--vars.n_sents", "2", "--vars.benchmark_repeats", "1"],
+        cwd=root, env=unactivated_env(),
+    )
+    return root
+
+
+@pytest.mark.slow
+def test_workflow_morph_on_a_turkish_treebank(morph_project):
+    """`morph` on a non-English treebank with multiword tokens: both systems
+    trained as Turkish pipelines on the syntactic words, scored, timed, tabled."""
+    metrics = morph_project / "metrics" / "morph" / "tr_tiny"
+    dev_words = words_of(TURKISH + [TURKISH_UNSEEN])  # the multiword tokens' words, not the tokens
+    for config in ("cpu_morph", "baseline_pos"):
+        scores = json.loads((metrics / f"{config}.json").read_text())
+        assert 0.0 <= scores["pos_acc"] <= 1.0 and 0.0 <= scores["morph_acc"] <= 1.0
+        bundles = json.loads((metrics / f"{config}-bundles.json").read_text())
+        assert bundles["words"] == dev_words
+        # the same definition as spacy evaluate's
+        assert bundles["pos_acc"] == pytest.approx(scores["pos_acc"])
+        assert bundles["morph_acc"] == pytest.approx(scores["morph_acc"])
+        assert 0.0 <= bundles["pos_morph_acc"] <= min(bundles["pos_acc"], bundles["morph_acc"])
+        speed = json.loads((metrics / f"{config}-speed.json").read_text())
+        assert speed["words_per_second"] > 0 and speed["n_words"] == dev_words
+        model = morph_project / "training" / "morph" / "tr_tiny" / config
+        assert json.loads((model / "train_time.json").read_text())["train_seconds"] > 0
+        assert json.loads((model / "model-best" / "meta.json").read_text())["lang"] == "tr"
+    crf_scores = json.loads((metrics / "cpu_morph.json").read_text())
+    crf_bundles = json.loads((metrics / "cpu_morph-bundles.json").read_text())
+    assert crf_bundles["pos_morph_acc"] == pytest.approx(crf_scores["pos_morph_acc"])
+    unseen = json.loads((metrics / "unseen_bundles.json").read_text())
+    assert unseen["dev_words"] == dev_words and unseen["unseen_words"] == 1
+    table = run([sys.executable, "-m", "scripts.morph_table", "metrics"], cwd=morph_project).stdout
+    assert "### tr_tiny" in table and f"{100 / dev_words:.2f}% of {dev_words} dev words" in table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`configs/" in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| crf_tagger", "| spaCy morphologizer"]
+    assert all(" - " not in row for row in rows)  # every column filled
+    assert (metrics / "table.md").read_text().strip() == table.strip()
+
+
+def test_unseen_bundles_counts_syntactic_words(tmp_path):
+    """Multiword token lines are skipped; a bundle is UPOS + the set of features."""
+    train, dev = tmp_path / "train.conllu", tmp_path / "dev.conllu"
+    train.write_text(morph_conllu(TURKISH), encoding="utf8")
+    # the same features in another order are the same bundle
+    reordered = [("1", "Ali", "PROPN", "Person=3|Case=Nom|Number=Sing"), ("2", ".", "PUNCT", "_")]
+    dev.write_text(morph_conllu([TURKISH[0], reordered, TURKISH_UNSEEN]), encoding="utf8")
+    result = unseen_bundle_rate(train, dev)
+    assert result["train_words"] == words_of(TURKISH) == 14
+    assert result["train_bundles"] == 10  # NOUN x4 (cases), VERB x2 (persons), ADP, PUNCT, PROPN, ADJ
+    assert result["dev_words"] == 5 + 2 + 3
+    assert result["unseen_words"] == result["unseen_bundles"] == 1
+    assert result["unseen_rate"] == 10.0
+
+
+def test_morph_table_reads_each_treebanks_files(tmp_path):
+    """One table per treebank folder; pos_morph_acc from the bundle scores."""
+    metrics = tmp_path / "metrics" / "morph" / "tr_x"
+    metrics.mkdir(parents=True)
+    files = {
+        "cpu_morph.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8},
+        "cpu_morph-bundles.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8, "words": 100},
+        "cpu_morph-speed.json": {"words_per_second": 12345},
+        "baseline_pos.json": {"pos_acc": 0.91, "morph_acc": 0.8},
+        "baseline_pos-bundles.json": {"pos_acc": 0.91, "morph_acc": 0.8, "pos_morph_acc": 0.75, "words": 100},
+        "unseen_bundles.json": {"unseen_rate": 1.5, "dev_words": 2000, "unseen_bundles": 7, "dev_bundles": 300, "train_bundles": 900},
+    }
+    for name, content in files.items():
+        (metrics / name).write_text(json.dumps(content))
+    (tmp_path / "training" / "morph" / "tr_x" / "baseline_pos").mkdir(parents=True)
+    (tmp_path / "training" / "morph" / "tr_x" / "baseline_pos" / "train_time.json").write_text(json.dumps({"train_seconds": 90}))
+    (tmp_path / "metrics" / "morph" / "hu_y").mkdir()
+    lines = write_morph_tables(str(tmp_path / "metrics"))
+    assert lines[lines.index("### tr_x") + 2].startswith("Unseen UPOS+FEATS bundles: 1.50% of 2,000 dev words (7 of 300")
+    rows = [line for line in lines if "`configs/" in line]
+    assert rows == [
+        "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | - | 12,345 |",
+        "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | 1.5 min | - |",
+    ]
+    assert (metrics / "table.md").exists() and (tmp_path / "metrics" / "morph" / "hu_y" / "table.md").exists()
+
+
+@pytest.mark.parametrize("lang", ["tr", "hu"])
+def test_morph_configs_take_the_treebanks_language(lang):
+    """`--nlp.lang` (the project's train commands) gives every CPU and baseline
+    config a blank pipeline of that language; no download needed."""
+    import spacy
+
+    configs = sorted(p for p in (ROOT / "configs").glob("*.cfg") if p.name.startswith(("cpu", "baseline")))
+    assert {p.name for p in configs} >= {"cpu_morph.cfg", "baseline_pos.cfg"}
+    for path in configs:
+        config = spacy.util.load_config(path, overrides={"nlp.lang": lang})
+        nlp = spacy.util.load_model_from_config(config)
+        assert nlp.lang == lang, path.name
+        assert [t.text for t in nlp.make_doc("Evdeki kitabı okudum.")][-1] == "."

@@ -1,0 +1,173 @@
+"""Results tables of the `morph` workflow, one per treebank; and the scoring of
+one model's whole UPOS+FEATS bundles that they read.
+
+    python -m scripts.morph_table metrics
+    python -m scripts.morph_table score MODEL DEV.spacy --output OUT.json
+
+The first form reads metrics/morph/<treebank>/ for every treebank the workflow
+ran on (`vars.treebank_name`): <config>.json (spacy evaluate --gold-preproc),
+<config>-bundles.json (the second form), <config>-speed.json
+(benchmarks.pipeline_speed), unseen_bundles.json (scripts.unseen_bundles) and
+training/morph/<treebank>/<config>/train_time.json (scripts.timed). It writes
+metrics/morph/<treebank>/table.md and prints every table.
+
+The second form tags DEV's sentences on their own words, one sentence per doc as
+`spacy evaluate --gold-preproc` does, and scores pos_acc, morph_acc and
+pos_morph_acc (a word is right when its UPOS and its whole feature set are)
+with crf_tagger's scorer, whatever component wrote them: the same definition
+for crf_tagger and spaCy's morphologizer, whose own scorer has no whole-bundle
+accuracy.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.api import Config
+
+from spacy_crf.scorers import crf_tagger_score
+
+from .common import gold_sentences
+
+# the workflow's configs first, in this order; any other config after them
+CONFIG_ORDER = ["cpu_morph", "baseline_pos"]
+SYSTEMS = {"crf_tagger": "crf_tagger", "morphologizer": "spaCy morphologizer"}
+SUFFIXES = ("-bundles", "-speed")
+
+
+def score_bundles(model_path: str, dev_path: str) -> Dict[str, float]:
+    """pos_acc, morph_acc and pos_morph_acc of a pipeline on a corpus' gold words.
+
+    model_path (str): a pipeline for spacy.load that writes token.pos_ and token.morph.
+    dev_path (str): a .spacy corpus with gold UPOS and FEATS.
+    RETURNS (Dict[str, float]): the three accuracies (fractions, as spacy
+        evaluate writes them), and the number of words.
+    """
+    nlp = spacy.load(model_path)
+    gold = gold_sentences(dev_path, nlp.vocab)
+    words = (Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc]) for doc in gold)
+    examples = [Example(predicted, reference) for predicted, reference in zip(nlp.pipe(words), gold)]
+    scores = crf_tagger_score(examples, target="pos+morph")
+    return {
+        "pos_acc": scores["pos_acc"],
+        "morph_acc": scores["morph_acc"],
+        "pos_morph_acc": scores["pos_morph_acc"],
+        "words": sum(len(doc) for doc in gold),
+    }
+
+
+def treebank_table(metrics: Path, treebank: str) -> List[str]:
+    """The lines of one treebank's Markdown table.
+
+    metrics (Path): the project's metrics/ folder.
+    treebank (str): a folder name in metrics/morph/.
+    RETURNS (List[str]): a heading, the unseen-bundle rate and the table.
+    """
+    folder = metrics / "morph" / treebank
+    training = metrics.parent / "training" / "morph" / treebank
+    lines = [f"### {treebank}", ""]
+    unseen = load(folder / "unseen_bundles.json")
+    if unseen:
+        lines += [
+            (
+                f"Unseen UPOS+FEATS bundles: {unseen['unseen_rate']:.2f}% of {unseen['dev_words']:,} dev words "
+                f"({unseen['unseen_bundles']} of {unseen['dev_bundles']} dev bundles are not among the "
+                f"{unseen['train_bundles']} of train)."
+            ),
+            "",
+        ]
+    lines += [
+        "| system | config | pos_acc | morph_acc | pos_morph_acc | train time | words/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for config in configs_in(folder):
+        scores = load(folder / f"{config}.json") or {}
+        bundles = load(folder / f"{config}-bundles.json") or {}
+        speed = (load(folder / f"{config}-speed.json") or {}).get("words_per_second")
+        seconds = (load(training / config / "train_time.json") or {}).get("train_seconds")
+        pos_morph = bundles.get("pos_morph_acc", scores.get("pos_morph_acc"))
+        lines.append(
+            f"| {system_of(training / config / 'model-best', config)} | `configs/{config}.cfg` "
+            f"| {percent(scores.get('pos_acc', bundles.get('pos_acc')))} "
+            f"| {percent(scores.get('morph_acc', bundles.get('morph_acc')))} | {percent(pos_morph)} "
+            f"| {'-' if seconds is None else f'{seconds / 60:.1f} min'} "
+            f"| {'-' if speed is None else f'{speed:,}'} |"
+        )
+    return lines
+
+
+def configs_in(folder: Path) -> List[str]:
+    """The configs with a score file in a treebank's folder, the workflow's first."""
+    configs = {config_of(path.stem) for path in folder.glob("*.json") if path.stem != "unseen_bundles"}
+    return [c for c in CONFIG_ORDER if c in configs] + sorted(configs - set(CONFIG_ORDER))
+
+
+def config_of(stem: str) -> str:
+    """The config a metrics file is of: cpu_morph for cpu_morph, cpu_morph-speed and cpu_morph-bundles."""
+    for suffix in SUFFIXES:
+        if stem.endswith(suffix):
+            return stem[: -len(suffix)]
+    return stem
+
+
+def system_of(model_path: Path, config: str) -> str:
+    """The trained pipeline's last component (from the config spaCy saved), else config."""
+    saved = model_path / "config.cfg"
+    if not saved.exists():
+        return config
+    nlp_config = Config().from_disk(saved, interpolate=False)
+    factory = nlp_config["components"][nlp_config["nlp"]["pipeline"][-1]].get("factory", config)
+    return SYSTEMS.get(factory, factory)
+
+
+def load(path: Path) -> Optional[dict]:
+    """A JSON file's content, None where there is no file."""
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def percent(value: Optional[float]) -> str:
+    """A fraction as a percentage with two decimals, "-" for None."""
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def write_tables(metrics_dir: str) -> List[str]:
+    """Write metrics/morph/<treebank>/table.md for each treebank; return all lines.
+
+    metrics_dir (str): the project's metrics/ folder.
+    RETURNS (List[str]): the tables, a blank line between them.
+    """
+    metrics = Path(metrics_dir)
+    lines: List[str] = []
+    for folder in sorted(p for p in (metrics / "morph").glob("*") if p.is_dir()):
+        table = treebank_table(metrics, folder.name)
+        (folder / "table.md").write_text("\n".join(table) + "\n")
+        lines += ([""] if lines else []) + table
+    return lines
+
+
+def main(argv: List[str]) -> int:
+    if argv and argv[0] == "score":
+        parser = argparse.ArgumentParser(prog="python -m scripts.morph_table score", description=score_bundles.__doc__.splitlines()[0])
+        parser.add_argument("model")
+        parser.add_argument("dev")
+        parser.add_argument("--output", type=Path, required=True)
+        args = parser.parse_args(argv[1:])
+        result = score_bundles(args.model, args.dev)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        return 0
+    lines = write_tables(argv[0] if argv else "metrics")
+    if not lines:
+        print(f"No treebank in {argv[0] if argv else 'metrics'}/morph/: run `spacy project run morph .` first", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
