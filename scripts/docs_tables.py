@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
+from benchmarks.large_labels import table as large_labels_table
 
 from .results_table import main as results_table
 
@@ -189,7 +190,18 @@ def decoding(root: Path) -> Optional[str]:
     return "\n".join(lines)
 
 
+def large_labels(root: Path) -> Optional[str]:
+    record = load(root / "metrics" / "speed" / "large_labels.json")
+    if record is None:
+        return None
+    head = (f"{environment_line(record)} {record['batch']} sequences of up to {record['length']} tokens, "
+            f"{record['threads']} thread(s), medians of {record['repeats']}; each cell: time, and the peak memory "
+            "the operation added to a fresh process.")
+    return head + "\n\n" + large_labels_table(record["rows"])
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
+    "large-labels": large_labels,
     "paired-tests": paired_tests,
     "accuracy-by-frequency": accuracy_by_frequency,
     "decoding": decoding,

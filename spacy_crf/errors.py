@@ -101,4 +101,4 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' has target \"{target}\": entity probabilities "
         "(store_entity_probs, ents_threshold, candidates_key) need target \"ents\"."
     )
-    E021 = "Component '{name}' was given {setting}={value}: a probability between 0 and 1 is expected."
+    E021 = "Component '{name}' was given {setting}={value}: a probability p with {low} p <= 1 is expected."

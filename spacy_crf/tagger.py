@@ -232,9 +232,12 @@ class CRFTagger(TrainablePipe):
         asks_spans = store_entity_probs or ents_threshold > 0 or candidates_key is not None
         if asks_spans and target != "ents":
             raise ValueError(Errors.E020.format(name=name, target=target))
-        for setting, value in (("ents_threshold", ents_threshold), ("candidates_threshold", candidates_threshold)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(Errors.E021.format(name=name, setting=setting, value=value))
+        if not 0.0 <= ents_threshold <= 1.0:
+            raise ValueError(Errors.E021.format(name=name, setting="ents_threshold", value=ents_threshold, low="0 <="))
+        if not 0.0 < candidates_threshold <= 1.0:
+            raise ValueError(Errors.E021.format(
+                name=name, setting="candidates_threshold", value=candidates_threshold, low="0 <"
+            ))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -397,7 +400,7 @@ class CRFTagger(TrainablePipe):
         )
         least = self.cfg.get("ents_threshold") or 0.0
         outside = labels.index("O")
-        entities, entity_probs = [], []
+        entities, entity_probs, dropped = [], [], []
         for i, (doc_spans, doc_probs) in enumerate(zip(spans, probs)):
             keep = [p >= least for p in doc_probs.given.tolist()]
             if not all(keep):
@@ -405,8 +408,13 @@ class CRFTagger(TrainablePipe):
                 for (start, end, _), kept in zip(doc_spans, keep):
                     if not kept:
                         ids[i][start:end] = outside
+                        dropped.append((i, start, end))
             entities.append([(start, end, types[kind]) for (start, end, kind), kept in zip(doc_spans, keep) if kept])
             entity_probs.append(doc_probs.given[numpy.asarray(keep, dtype=bool)])
+        if dropped and confidences is not None:  # the confidence of "O" where an entity was dropped
+            marginals = scores.marginals()
+            for i, start, end in dropped:
+                confidences[i][start:end] = marginals[i][start:end, outside]
         candidates = None
         if key is not None:
             candidates = [[(start, end, types[kind], p) for start, end, kind, p in doc.found] for doc in probs]
@@ -476,6 +484,15 @@ class CRFTagger(TrainablePipe):
         return DocScores(self.model, list(docs), window=self.cfg.get("window") or 0)
 
     # Training
+
+    @_in_torch_threads
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Update the model's weights with the optimizer (after `update`
+        with sgd=None, as spacy train does), on the component's threads.
+
+        sgd (Optimizer): the optimizer.
+        """
+        super().finish_update(sgd)
 
     @_in_torch_threads
     def update(

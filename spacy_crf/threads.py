@@ -13,19 +13,21 @@ The component therefore runs its torch work inside `torch_threads(setting)`:
     setting == 0  ("auto", the default) one thread, unless the process chose a
                   count itself, which is then kept: OMP_NUM_THREADS or
                   MKL_NUM_THREADS set in the environment, or
-                  torch.set_num_threads(n) called with n other than torch's
-                  own default (one thread per physical core)
+                  torch.set_num_threads(n) called with a count torch would
+                  not pick itself (one thread per physical core, per logical
+                  CPU, or per CPU the process may run on)
 
 torch's thread count is process state (OpenMP's per-thread setting, MKL's
 global one), so the scope sets it on entry and puts back the previous value on
-exit: other torch code in the process runs with the count it had. Pure torch,
-no spaCy.
+exit: other torch code in the process runs with the count it had. The count
+is per OS thread in OpenMP: a Python thread that starts using torch while
+another is inside the scope may keep the scope's count. Pure torch, no spaCy.
 """
 import contextlib
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import FrozenSet, Iterator, Optional
 
 import torch
 
@@ -34,9 +36,9 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 @lru_cache(maxsize=1)
 def torch_default_threads() -> int:
-    """torch's default intra-op thread count: one per physical core (as
-    torch's cpuinfo counts them), or the logical CPU count where the topology
-    is not readable."""
+    """torch's default intra-op thread count where it can be read off the
+    machine: one per physical core (as torch's cpuinfo counts them), or the
+    logical CPU count where the topology is not readable."""
     cores = set()
     for topology in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"):
         try:
@@ -48,12 +50,23 @@ def torch_default_threads() -> int:
     return len(cores) or os.cpu_count() or 1
 
 
+@lru_cache(maxsize=1)
+def possible_defaults() -> FrozenSet[int]:
+    """Every count torch may pick by itself on this machine: the physical
+    cores, the logical CPUs, and the CPUs this process may run on (torch
+    counts those under a CPU affinity mask: taskset, containers, Slurm)."""
+    counts = {torch_default_threads(), os.cpu_count() or 1}
+    if hasattr(os, "sched_getaffinity"):
+        counts.add(len(os.sched_getaffinity(0)))
+    return frozenset(counts)
+
+
 def user_chose_threads() -> bool:
     """Whether the process chose torch's thread count itself: an environment
-    variable, or torch.set_num_threads with a count other than the default."""
+    variable, or torch.set_num_threads with a count torch would not pick."""
     if any(os.environ.get(name, "").strip() for name in THREAD_ENV_VARS):
         return True
-    return torch.get_num_threads() != torch_default_threads()
+    return torch.get_num_threads() not in possible_defaults()
 
 
 def resolve_threads(setting: int) -> Optional[int]:

@@ -110,3 +110,24 @@ def test_settings_need_target_ents_and_probabilities():
         make_nlp(target="tag", store_entity_probs=True)
     with pytest.raises(ValueError, match=r"\[E021\]"):
         make_nlp(target="ents", ents_threshold=1.5)
+
+
+def test_dropped_entities_get_the_confidence_of_outside(trained):
+    tagger = trained.get_pipe("crf_tagger")
+    text = "Anna likes Berlin and New York"
+    probs = sorted(ent._.crf_prob for ent in trained(text).ents)
+    tagger.cfg.update(ents_threshold=(probs[0] + probs[-1]) / 2, store_confidence=True)
+    try:
+        doc = trained(text)
+    finally:
+        tagger.cfg.update(ents_threshold=0.0, store_confidence=False)
+    marginals = tagger.marginals([trained.make_doc(text)])[0]
+    outside = tagger.labels.index("O")
+    for token in doc:
+        if token.ent_iob_ == "O":  # kept outside, or an entity dropped by the threshold
+            assert token._.crf_confidence == pytest.approx(float(marginals[token.i, outside]), rel=1e-5)
+
+
+def test_candidates_threshold_must_be_positive():
+    with pytest.raises(ValueError, match=r"\[E021\]"):
+        make_nlp(target="ents", candidates_key="c", candidates_threshold=0.0)

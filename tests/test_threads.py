@@ -8,7 +8,7 @@ from spacy.training import Example
 
 from spacy_crf import CRFTagger
 from spacy_crf.ml import torch_network
-from spacy_crf.threads import resolve_threads, torch_default_threads, torch_threads
+from spacy_crf.threads import possible_defaults, resolve_threads, torch_default_threads, torch_threads
 
 TRAIN_DATA = [
     ("I like green eggs", {"tags": ["N", "V", "J", "N"]}),
@@ -41,8 +41,16 @@ def test_auto_keeps_an_environment_variable(untouched_process, monkeypatch):
 
 
 def test_auto_keeps_torch_set_num_threads(untouched_process):
-    torch.set_num_threads(torch_default_threads() + 1)
+    torch.set_num_threads(max(possible_defaults()) + 1)
     assert resolve_threads(0) is None
+
+
+def test_a_count_torch_picks_itself_is_not_a_choice(untouched_process, monkeypatch):
+    """Under a CPU affinity mask torch's default is the CPUs the process may
+    use, not every core: that is still torch's own count."""
+    for count in possible_defaults():
+        torch.set_num_threads(count)
+        assert resolve_threads(0) == 1
 
 
 def test_explicit_count_wins(untouched_process, monkeypatch):
@@ -102,9 +110,10 @@ def test_component_threads_setting(untouched_process):
 
 def test_component_keeps_the_process_choice(untouched_process):
     nlp, tagger, examples, optimizer, seen = _tagger_recording_threads()
-    torch.set_num_threads(torch_default_threads() + 1)
+    chosen = max(possible_defaults()) + 1
+    torch.set_num_threads(chosen)
     nlp("blue ham")
-    assert seen == [torch_default_threads() + 1]
+    assert seen == [chosen]
 
 
 def test_invalid_threads_is_a_coded_error():
@@ -115,3 +124,15 @@ def test_invalid_threads_is_a_coded_error():
     for threads in (1.5, True):
         with pytest.raises(ValueError, match=r"\[E018\]"):
             CRFTagger(nlp.vocab, model, threads=threads)
+
+
+def test_finish_update_runs_on_the_components_threads(untouched_process, monkeypatch):
+    """spacy train calls update(sgd=None) and then finish_update: both in scope."""
+    nlp, tagger, examples, optimizer, _ = _tagger_recording_threads()
+    seen = []
+    shim = tagger.model.get_ref("output_layer").layers[0].shims[0]
+    original = type(shim).finish_update
+    monkeypatch.setattr(type(shim), "finish_update", lambda self, sgd: (seen.append(torch.get_num_threads()), original(self, sgd)))
+    tagger.update(examples, sgd=None)  # accumulates gradients only
+    tagger.finish_update(optimizer)
+    assert seen == [1] and torch.get_num_threads() == torch_default_threads()
