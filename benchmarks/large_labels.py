@@ -3,7 +3,8 @@ time and peak memory of Viterbi, log Z with its gradient, marginals and n-best,
 beside a BiLSTM forward over the same batch (the network the CRF sits on).
 
     python -m benchmarks.large_labels [--labels 500 1000 2000] [--batch 32]
-        [--length 40] [--repeats 5] [--threads 1] [--output metrics/speed/large_labels.json]
+        [--length 40] [--repeats 5] [--threads 1] [--nbest-max-labels 1000]
+        [--output metrics/speed/large_labels.json]
 
 Each operation runs in a fresh process (so that its peak resident memory is its
 own: `peak_mb` is the process's peak less its peak before the operation), on
@@ -63,7 +64,7 @@ def table(rows: List[Dict]) -> str:
         by_k.setdefault(row["labels"], {})[row["operation"]] = row
     lines = ["| labels | " + " | ".join(OPERATIONS) + " | Viterbi / BiLSTM |", "|---|" + "---|" * (len(OPERATIONS) + 1)]
     for k, ops in sorted(by_k.items()):
-        cells = [f"{ops[op]['ms']:.1f} ms, {ops[op]['peak_mb']:.0f} MB" for op in OPERATIONS]
+        cells = [f"{ops[op]['ms']:,.1f} ms, {ops[op]['peak_mb']:.0f} MB" if op in ops else "not run" for op in OPERATIONS]
         share = ops["viterbi"]["ms"] / ops["bilstm_forward"]["ms"]
         lines.append(f"| {k:,} | " + " | ".join(cells) + f" | {share:.2f} |")
     return "\n".join(lines)
@@ -76,6 +77,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--length", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--nbest-max-labels", type=int, default=None,
+                        help="run n-best only up to this many labels (its cost grows as K * K * k)")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--one", nargs=2, metavar=("OPERATION", "LABELS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -86,6 +89,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     rows = []
     for n_labels in args.labels:
         for operation in OPERATIONS:
+            if operation == "nbest_5" and args.nbest_max_labels is not None and n_labels > args.nbest_max_labels:
+                continue
             command = [sys.executable, "-m", "benchmarks.large_labels", "--one", operation, str(n_labels),
                        "--batch", str(args.batch), "--length", str(args.length),
                        "--repeats", str(args.repeats), "--threads", str(args.threads)]
