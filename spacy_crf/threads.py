@@ -1,4 +1,4 @@
-"""How many CPU threads the component's torch work runs on.
+"""How many CPU threads the component's torch (and numpy BLAS) work runs on.
 
 torch's default intra-op pool has one OpenMP thread per core, and every
 parallel region waits for all of them. When another process keeps a core busy
@@ -17,11 +17,13 @@ The component therefore runs its torch work inside `torch_threads(setting)`:
                   not pick itself (one thread per physical core, per logical
                   CPU, or per CPU the process may run on)
 
-torch's thread count is process state (OpenMP's per-thread setting, MKL's
-global one), so the scope sets it on entry and puts back the previous value on
-exit: other torch code in the process runs with the count it had. The count
-is per OS thread in OpenMP: a Python thread that starts using torch while
-another is inside the scope may keep the scope's count. Pure torch, no spaCy.
+The same count holds for numpy's BLAS (OpenBLAS, whose pool of one thread per
+core spins the same way) in the Thinc layers the component runs, through
+threadpoolctl. Both are process state (OpenMP's per-thread setting, MKL's and
+OpenBLAS's global ones), so the scope sets them on entry and puts back the
+previous values on exit: other code in the process runs with the counts it
+had. The count is per OS thread in OpenMP: a Python thread that starts using
+torch while another is inside the scope may keep the scope's count. No spaCy.
 """
 import contextlib
 import os
@@ -93,11 +95,38 @@ def torch_threads(setting: int) -> Iterator[int]:
     """
     wanted = resolve_threads(setting)
     before = torch.get_num_threads()
-    if wanted is None or wanted == before:
+    if wanted is None:
         yield before
         return
-    torch.set_num_threads(wanted)
+    with _blas_threads(wanted):
+        if wanted == before:
+            yield before
+            return
+        torch.set_num_threads(wanted)
+        try:
+            yield wanted
+        finally:
+            torch.set_num_threads(before)
+
+
+@lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded (numpy's), or
+    None where threadpoolctl is not installed."""
     try:
-        yield wanted
-    finally:
-        torch.set_num_threads(before)
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def _blas_threads(n: int) -> Iterator[None]:
+    """numpy's BLAS (the Thinc layers' matrix products) on n threads for the
+    block, where threadpoolctl can set it."""
+    controller = _blas_controller()
+    if controller is None:
+        yield
+        return
+    with controller.limit(limits=n, user_api="blas"):
+        yield

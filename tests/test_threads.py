@@ -136,3 +136,20 @@ def test_finish_update_runs_on_the_components_threads(untouched_process, monkeyp
     tagger.update(examples, sgd=None)  # accumulates gradients only
     tagger.finish_update(optimizer)
     assert seen == [1] and torch.get_num_threads() == torch_default_threads()
+
+
+def test_numpy_blas_follows_the_scope(untouched_process):
+    """numpy's BLAS pool spins like torch's: the scope sets it too, and restores it."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return sorted({pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"})
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("no BLAS library loaded")
+    with torch_threads(0):
+        assert blas_threads() == [1]
+    with torch_threads(3):
+        assert blas_threads() == [3]
+    assert blas_threads() == before
