@@ -477,6 +477,18 @@ class CRFTagger(TrainablePipe):
         per_doc = self._scores(docs).nbest(k)
         return [[([self.labels[i] for i in ids], score) for ids, score in ranked] for ranked in per_doc]
 
+    @_in_torch_threads
+    def uncertainty(self, docs: Iterable[Doc]) -> List[Tuple[float, numpy.ndarray]]:
+        """How unsure the model is about each doc, for active learning
+        (exact, batched like `predict`).
+
+        docs (Iterable[Doc]): the docs.
+        RETURNS (List[Tuple[float, numpy.ndarray]]): per doc, the probability
+            of its best (Viterbi) tag path, and the entropy (nats) of each
+            token's marginal distribution over the labels.
+        """
+        return [(float(numpy.exp(log_prob)), entropy) for log_prob, entropy in self._scores(docs).uncertainty()]
+
     def _scores(self, docs: Iterable[Doc]) -> DocScores:
         """The model's scores for the docs, long docs window by window."""
         if torch_network(self.model) is None:

@@ -195,6 +195,27 @@ class CRFBatch:
             return [numpy.zeros((0, self.n_labels), dtype="float32") for _ in self.doc_lengths]
         return self.split(marginals(self.scores).float().cpu().numpy())
 
+    def uncertainty(self) -> List[Tuple[float, numpy.ndarray]]:
+        """Per doc, the log probability of its best (Viterbi) path and the
+        entropy (nats) of each token's marginal distribution: what active
+        learning ranks docs by. A doc's rows are independent, so its path's
+        log probability is the sum of its rows'; an empty doc has 0.0 and no
+        entropies."""
+        if self.scores.emissions.shape[1] == 0:
+            return [(0.0, numpy.zeros((0,))) for _ in self.doc_lengths]
+        _, best = viterbi_decode(self.scores)
+        with torch.no_grad():
+            log_z = log_partition(self.scores)
+        probs = marginals(self.scores).double()
+        entropy = -(probs * probs.clamp_min(1e-300).log()).sum(-1)  # shape: (rows, T)
+        row_log_probs = (best.double() - log_z.double()).clamp_max(0.0).cpu().numpy()
+        per_doc_entropy = self.split(entropy.cpu().numpy())  # one device-to-host copy
+        results, start = [], 0
+        for n_rows, doc_entropy in zip(self.rows_per_doc, per_doc_entropy):
+            results.append((float(row_log_probs[start : start + n_rows].sum()), doc_entropy))
+            start += n_rows
+        return results
+
     def nbest(self, k: int) -> List[List[Ranked]]:
         """Per doc, its k most probable label paths with their log probabilities."""
         paths, values = nbest_decode(self.scores, k)

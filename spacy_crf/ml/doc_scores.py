@@ -67,6 +67,13 @@ class DocScores:
         """Per doc, the (n_tokens, K) marginal probability of every label."""
         return [_concatenate(parts) for parts in self._per_doc(CRFBatch.marginals)]
 
+    def uncertainty(self) -> List[Tuple[float, numpy.ndarray]]:
+        """Per doc, the log probability of its best path (windows are
+        independent: their log probabilities add up) and each token's
+        marginal entropy, as `CRFBatch.uncertainty`."""
+        parts = self._per_doc(CRFBatch.uncertainty)
+        return [(sum(lp for lp, _ in doc_parts), _concatenate([e for _, e in doc_parts])) for doc_parts in parts]
+
     def nbest(self, k: int) -> List[List[Ranked]]:
         """Per doc, its k most probable label paths and their log probabilities."""
         return [merge_nbest(parts, k) for parts in self._per_doc(lambda batch: batch.nbest(k))]
