@@ -53,8 +53,16 @@ def unannotated_docs(nlp: Language, corpus_path: str) -> List[Doc]:
     corpus_path (str): a .spacy file.
     RETURNS (List[Doc]): one doc per doc of the corpus.
     """
-    docs = DocBin().from_disk(corpus_path).get_docs(nlp.vocab)
-    return [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in docs]
+    return [bare(doc) for doc in DocBin().from_disk(corpus_path).get_docs(nlp.vocab)]
+
+
+def bare(doc: Doc) -> Doc:
+    """The doc's words and spaces, without annotation.
+
+    doc (Doc): an annotated doc.
+    RETURNS (Doc): a new doc with the same words and spaces, in the same vocab.
+    """
+    return Doc(doc.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
 
 
 def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size: int) -> Tuple[float, List[float], int]:

@@ -36,7 +36,7 @@ from spacy.training import Example
 
 from spacy_crf.threads import torch_default_threads
 
-from .common import write_json
+from .common import bare, write_json
 
 STARTUP_SECONDS = 3.0
 COMPETITORS = {
@@ -55,11 +55,6 @@ def sentences(nlp: Language, path: Path, n: int) -> List[Doc]:
             if len(out) == n:
                 return out
     return out
-
-
-def bare(doc: Doc) -> Doc:
-    """The doc's words and spaces, without annotation."""
-    return Doc(doc.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
 
 
 @contextlib.contextmanager

@@ -204,12 +204,15 @@ class CRFBatch:
         if self.scores.emissions.shape[1] == 0:
             return [(0.0, numpy.zeros((0,))) for _ in self.doc_lengths]
         _, best = viterbi_decode(self.scores)
-        with torch.no_grad():
-            log_z = log_partition(self.scores)
-        probs = marginals(self.scores).double()
-        entropy = -(probs * probs.clamp_min(1e-300).log()).sum(-1)  # shape: (rows, T)
-        row_log_probs = (best.double() - log_z.double()).clamp_max(0.0).cpu().numpy()
-        per_doc_entropy = self.split(entropy.cpu().numpy())  # one device-to-host copy
+        with torch.no_grad():  # one forward-backward gives log Z and the marginals
+            alphas, betas, log_z = forward_backward(self.scores)
+        mask = self.scores.mask.unsqueeze(2)
+        log_probs = (alphas + betas - log_z[:, None, None]).masked_fill(~mask, 0.0).double()
+        entropy = -(log_probs.exp() * log_probs).sum(-1)  # shape: (rows, T)
+        row_log_probs = (best.double() - log_z.double()).clamp_max(0.0)
+        host = torch.cat([entropy, row_log_probs[:, None]], dim=1).cpu().numpy()  # one device-to-host copy
+        per_doc_entropy = self.split(host[:, :-1])
+        row_log_probs = host[:, -1]
         results, start = [], 0
         for n_rows, doc_entropy in zip(self.rows_per_doc, per_doc_entropy):
             results.append((float(row_log_probs[start : start + n_rows].sum()), doc_entropy))
