@@ -1,9 +1,12 @@
 """The CRF with many labels (morphological bundles: 500 to 2,000) on the CPU:
 time and peak memory of Viterbi, log Z with its gradient, marginals and n-best,
-beside a BiLSTM forward over the same batch (the network the CRF sits on).
+beside a BiLSTM forward over the same batch (the network the CRF sits on),
+for a full K x K transition matrix and a class-factored one (17 classes, as
+the UPOS tags of morphological bundles; spacy_crf.nn.factored).
 
     python -m benchmarks.large_labels [--labels 500 1000 2000] [--batch 32]
         [--length 40] [--repeats 5] [--threads 1] [--nbest-max-labels 1000]
+        [--transitions full factored] [--classes 17]
         [--output metrics/speed/large_labels.json]
 
 Each operation runs in a fresh process (so that its peak resident memory is its
@@ -21,7 +24,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from spacy_crf.nn import crf
+from spacy_crf.nn import crf, dispatch, factored
 
 from .common import make_batch, median_ms, write_json
 
@@ -32,41 +35,57 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(operation: str, n_labels: int, batch: int, length: int, repeats: int, threads: int) -> Dict:
+def measure(
+    operation: str, n_labels: int, batch: int, length: int, repeats: int, threads: int,
+    transitions: str = "full", n_classes: int = 17,
+) -> Dict:
     """Time one operation and the memory it adds (run in its own process)."""
     torch.set_num_threads(threads)
     scores, _, _ = make_batch(batch, length, n_labels)
+    parameters = [scores.transitions]
+    if transitions == "factored":
+        gen = torch.Generator().manual_seed(1)
+        classes = torch.arange(n_labels) % n_classes  # every class used
+        pair, leave, enter = (torch.randn(*shape, generator=gen) * 0.1 for shape in [(n_classes, n_classes), (n_labels,), (n_labels,)])
+        parameters = [pair, leave, enter]
+        scores = scores._replace(transitions=factored.factored_transitions(pair, leave, enter, classes), classes=classes)
     lstm = torch.nn.LSTM(128, 192, batch_first=True, bidirectional=True)
     inputs = torch.randn(batch, length, 128)
 
     def log_z_fwd_bwd():
+        # the gradient reaches the parameters, as in training (for "factored",
+        # through the dense matrix built from the factors)
         emissions = scores.emissions.detach().requires_grad_(True)
-        transitions = scores.transitions.detach().requires_grad_(True)
-        crf.log_partition(crf.CRFScores(emissions, scores.mask, transitions, scores.start, scores.end)).sum().backward()
+        leaves = [p.detach().requires_grad_(True) for p in parameters]
+        matrix = leaves[0] if transitions == "full" else factored.factored_transitions(*leaves, scores.classes)
+        dispatch.log_partition(scores._replace(emissions=emissions, transitions=matrix), kernels="torch").sum().backward()
 
     run = {
-        "viterbi": lambda: crf.viterbi_decode(scores),
+        "viterbi": lambda: dispatch.viterbi_decode(scores, kernels="torch"),
         "log_z_fwd_bwd": log_z_fwd_bwd,
-        "marginals": lambda: crf.marginals(scores),
-        "nbest_5": lambda: crf.nbest_decode(scores, 5),
+        "marginals": lambda: dispatch.marginals(scores, kernels="torch"),
+        "nbest_5": lambda: dispatch.nbest_decode(scores, 5),
         "bilstm_forward": lambda: lstm(inputs),
     }[operation]
     before = peak_mb()
     with torch.no_grad() if operation == "bilstm_forward" else torch.enable_grad():
         ms = median_ms(run, repeats)
-    return {"operation": operation, "labels": n_labels, "ms": round(ms, 2), "peak_mb": round(peak_mb() - before, 1)}
+    return {"operation": operation, "labels": n_labels, "transitions": transitions, "ms": round(ms, 2),
+            "peak_mb": round(peak_mb() - before, 1)}
 
 
 def table(rows: List[Dict]) -> str:
-    """Markdown: one row per label count, ms and added peak MB per operation."""
-    by_k: Dict[int, Dict[str, Dict]] = {}
+    """Markdown: one row per label count and transition matrix, ms and added
+    peak MB per operation, and Viterbi's share of Viterbi + BiLSTM forward."""
+    by_k: Dict[tuple, Dict[str, Dict]] = {}
     for row in rows:
-        by_k.setdefault(row["labels"], {})[row["operation"]] = row
-    lines = ["| labels | " + " | ".join(OPERATIONS) + " | Viterbi / BiLSTM |", "|---|" + "---|" * (len(OPERATIONS) + 1)]
-    for k, ops in sorted(by_k.items()):
+        by_k.setdefault((row["labels"], row.get("transitions", "full")), {})[row["operation"]] = row
+    lines = ["| labels | transitions | " + " | ".join(OPERATIONS) + " | Viterbi share |",
+             "|---|---|" + "---|" * (len(OPERATIONS) + 1)]
+    for (k, kind), ops in sorted(by_k.items()):
         cells = [f"{ops[op]['ms']:,.1f} ms, {ops[op]['peak_mb']:.0f} MB" if op in ops else "not run" for op in OPERATIONS]
-        share = ops["viterbi"]["ms"] / ops["bilstm_forward"]["ms"]
-        lines.append(f"| {k:,} | " + " | ".join(cells) + f" | {share:.2f} |")
+        viterbi, lstm = ops["viterbi"]["ms"], ops["bilstm_forward"]["ms"]
+        lines.append(f"| {k:,} | {kind} | " + " | ".join(cells) + f" | {viterbi / (viterbi + lstm):.0%} |")
     return "\n".join(lines)
 
 
@@ -79,27 +98,33 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--nbest-max-labels", type=int, default=None,
                         help="run n-best only up to this many labels (its cost grows as K * K * k)")
+    parser.add_argument("--transitions", nargs="+", default=["full", "factored"], choices=["full", "factored"])
+    parser.add_argument("--classes", type=int, default=17, help="classes of the factored matrix")
     parser.add_argument("--output", type=Path)
-    parser.add_argument("--one", nargs=2, metavar=("OPERATION", "LABELS"), help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=3, metavar=("OPERATION", "LABELS", "TRANSITIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:  # the child process: one measurement, as JSON
-        operation, n_labels = args.one[0], int(args.one[1])
-        print(json.dumps(measure(operation, n_labels, args.batch, args.length, args.repeats, args.threads)))
+        operation, n_labels, kind = args.one[0], int(args.one[1]), args.one[2]
+        print(json.dumps(measure(operation, n_labels, args.batch, args.length, args.repeats, args.threads,
+                                 kind, args.classes)))
         return
     rows = []
     for n_labels in args.labels:
-        for operation in OPERATIONS:
-            if operation == "nbest_5" and args.nbest_max_labels is not None and n_labels > args.nbest_max_labels:
-                continue
-            command = [sys.executable, "-m", "benchmarks.large_labels", "--one", operation, str(n_labels),
-                       "--batch", str(args.batch), "--length", str(args.length),
-                       "--repeats", str(args.repeats), "--threads", str(args.threads)]
-            done = subprocess.run(command, check=True, capture_output=True, text=True)
-            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(f"batch {args.batch}, length up to {args.length}, {args.threads} thread(s), medians of {args.repeats}")
+        for kind in args.transitions:
+            for operation in OPERATIONS:
+                if (operation == "nbest_5" and kind == "full" and args.nbest_max_labels is not None
+                        and n_labels > args.nbest_max_labels):
+                    continue
+                command = [sys.executable, "-m", "benchmarks.large_labels", "--one", operation, str(n_labels), kind,
+                           "--batch", str(args.batch), "--length", str(args.length), "--classes", str(args.classes),
+                           "--repeats", str(args.repeats), "--threads", str(args.threads)]
+                done = subprocess.run(command, check=True, capture_output=True, text=True)
+                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"batch {args.batch}, length up to {args.length}, {args.threads} thread(s), medians of {args.repeats}, "
+          f"factored: {args.classes} classes")
     print(table(rows))
     write_json({"batch": args.batch, "length": args.length, "threads": args.threads, "repeats": args.repeats,
-                "rows": rows}, args.output)
+                "classes": args.classes, "rows": rows}, args.output)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ export per registered version.
 from .about import __version__
 from .ml import (
     build_bilstm_crf,
+    build_bilstm_crf_v2,
     build_char_cnn,
     build_hash_char_embed,
     build_hash_char_embed_v2,
@@ -29,6 +30,7 @@ __all__ = [
     "CRFTagger",
     "__version__",
     "build_bilstm_crf",
+    "build_bilstm_crf_v2",
     "build_char_cnn",
     "build_hash_char_embed",
     "build_hash_char_embed_v2",

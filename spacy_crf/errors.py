@@ -102,3 +102,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "(store_entity_probs, ents_threshold, candidates_key) need target \"ents\"."
     )
     E021 = "Component '{name}' was given {setting}={value}: a probability p with {low} p <= 1 is expected."
+    E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF.v2: expected one of {options}."
+    E023 = (
+        "Component '{name}' has a model with transitions = \"factored\", which "
+        "scores transitions between the classes of its labels, but its target "
+        "'{target}' gives its labels no class. Factored transitions work with "
+        "the targets \"pos+morph\" (a bundle's class is its UPOS) and "
+        "\"tag+pos\" (a pair's class is its UPOS); use transitions = \"full\" "
+        "for the others."
+    )

@@ -20,9 +20,27 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .constraints import SCHEMES, allowed_transitions
 from .errors import Errors, UnsafeModelError
-from .ml import CRFBatch, DocScores, count_known_words, crf_batch_loss, set_constraints, torch_network
+from .ml import (
+    CRFBatch,
+    DocScores,
+    count_known_words,
+    crf_batch_loss,
+    set_constraints,
+    set_label_classes,
+    torch_network,
+    uses_label_classes,
+)
 from .scorers import crf_tagger_score
-from .targets import ENTITY_SCHEMES, TARGETS, UPOS_TAGS, Target, entity_offsets, gold_ids, span_patterns
+from .targets import (
+    ENTITY_SCHEMES,
+    TARGETS,
+    UPOS_TAGS,
+    Target,
+    entity_offsets,
+    gold_ids,
+    label_classes,
+    span_patterns,
+)
 from .threads import torch_threads
 
 # The factory's default: the network of configs/cpu.cfg, the most accurate
@@ -343,6 +361,10 @@ class CRFTagger(TrainablePipe):
         models = [self.model] + ([proc.model for _, proc in nlp.pipeline if hasattr(proc, "model")] if nlp else [])
         count_known_words(models, lambda: (example.x for example in get_examples()))
         doc_sample = [example.x for example in islice(get_examples(), 10)]
+        classes = label_classes(self._target, self.labels)
+        if classes is None and uses_label_classes(self.model):
+            raise ValueError(Errors.E023.format(name=self.name, target=self.cfg["target"]))
+        set_label_classes(self.model, classes)
         self.model.get_ref("output_layer").set_dim("nO", len(self.labels), force=True)
         self.model.initialize(X=doc_sample)
         set_constraints(self.model, masks)

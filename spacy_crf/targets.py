@@ -11,7 +11,7 @@ misaligned: the loss sums over every label there) or "!LABEL" (spaCy's
 negative label: LABEL is ruled out). Pure Python and numpy, no torch.
 """
 import functools
-from typing import Dict, Iterable, List, Sequence, Set, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy
 from spacy.attrs import MORPH, POS, TAG
@@ -139,6 +139,10 @@ class JointTarget:
         """A "TAG|UPOS" pair whose second half is a UPOS tag."""
         return self.split(label)[1] in UPOS_TAGS
 
+    def label_class(self, label: str) -> str:
+        """The class of a label for factored transitions: its UPOS."""
+        return self.split(label)[1]
+
     def split(self, label: str) -> Tuple[str, str]:
         """("NNS", "NOUN") of "NNS|NOUN"."""
         tag, _, pos = label.rpartition(self.SEPARATOR)
@@ -257,6 +261,10 @@ class PosMorphTarget:
         """A bundle whose POS is a UPOS tag."""
         return split_bundle(label)[0] in UPOS_TAGS
 
+    def label_class(self, label: str) -> str:
+        """The class of a label for factored transitions: its UPOS."""
+        return split_bundle(label)[0]
+
     def gold_values(self, example: Example, scheme: str) -> List[str]:
         poses = example.get_aligned("POS", as_string=True)
         morphs = example.get_aligned("MORPH", as_string=True)
@@ -337,6 +345,18 @@ def doc_morphs(doc: Doc) -> List[str]:
     """Each token's morph as the strings of get_aligned("MORPH") are: "" where
     unset, "_" where annotated with no features."""
     return [doc.vocab.strings[key] for key in doc.to_array(MORPH).tolist()]
+
+
+def label_classes(target: Target, labels: Sequence[str]) -> Optional[List[int]]:
+    """The class id of each label for factored transitions (classes numbered
+    in sorted order of their names), or None if the target's labels have no
+    class (targets "tag", "pos", "morph", "ents")."""
+    label_class = getattr(target, "label_class", None)
+    if label_class is None:
+        return None
+    names = [label_class(label) for label in labels]
+    ids = {name: i for i, name in enumerate(sorted(set(names)))}
+    return [ids[name] for name in names]
 
 
 def write_token_attr(

@@ -125,7 +125,7 @@ def random_batch(seed, lengths, n_labels, dtype=torch.float64):
 
 def brute_score(scores, b, path):
     """Score(x, y) written out term by term, for sequence b."""
-    emissions, _, transitions, start, end = scores
+    emissions, _, transitions, start, end = scores[:5]
     total = start[path[0]] + end[path[-1]]
     for t, label in enumerate(path):
         total = total + emissions[b, t, label]

@@ -317,7 +317,7 @@ def test_shape_errors_name_the_shapes():
 def test_cuda_viterbi_and_nll_equal_the_cpu_results():
     """On CUDA both Viterbi loops and the NLL give the CPU results."""
     scores = random_batch(9, [7, 0, 1, 12, 3], 6, dtype=torch.float32)
-    cuda = CRFScores(*(x.cuda() for x in scores))
+    cuda = CRFScores(*(x.cuda() for x in scores[:5]))
     cpu_paths, cpu_best = viterbi_decode(scores)
     for compact in (None, True, False):
         paths, best = viterbi_decode(cuda, compact=compact)

@@ -9,6 +9,7 @@ import spacy_crf
 
 REGISTERED = [
     ("architectures", "spacy_crf.BiLSTMCRF.v1"),
+    ("architectures", "spacy_crf.BiLSTMCRF.v2"),
     ("architectures", "spacy_crf.HashCharEmbed.v1"),
     ("architectures", "spacy_crf.HashCharEmbed.v2"),
     ("architectures", "spacy_crf.HashCharEmbed.v3"),
@@ -33,6 +34,7 @@ def test_entry_points_work_without_importing_spacy_crf():
         "nlp = spacy.blank('en')\n"
         "nlp.add_pipe('crf_tagger')\n"
         "for kind, name in [('architectures', 'spacy_crf.BiLSTMCRF.v1'),"
+        " ('architectures', 'spacy_crf.BiLSTMCRF.v2'),"
         " ('architectures', 'spacy_crf.HashCharEmbed.v1'),"
         " ('architectures', 'spacy_crf.HashCharEmbed.v4'),"
         " ('architectures', 'spacy_crf.CharCNN.v1'),"

@@ -229,7 +229,7 @@ def every_span(n, n_types):
 
 def row_reference(scores, row, patterns):
     """Every span probability of one row of a batch, (T, T, n_types), alone."""
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end = scores[:5]
     return all_span_log_probs(
         CRFScores(emissions[row : row + 1], mask[row : row + 1], transitions, start, end),
         torch.tensor(patterns),

@@ -70,14 +70,14 @@ def random_scores(seed, lengths, K, *, T=None, constrained=False, dtype=torch.fl
 
 
 def to(scores, device=DEVICE, dtype=None):
-    return CRFScores(*(x.to(device) if x.dtype == torch.bool else x.to(device, dtype or x.dtype) for x in scores))
+    return CRFScores(*(x.to(device) if x.dtype == torch.bool else x.to(device, dtype or x.dtype) for x in scores[:5]))
 
 
 def partial_labels(seed, scores):
     """A gold path that the constraints allow (the torch Viterbi path of other
     emissions), half its tokens unknown, half of those with one excluded label."""
     gen = torch.Generator().manual_seed(seed)
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end = scores[:5]
     B, T, K = emissions.shape
     noise = CRFScores(torch.randn(B, T, K, generator=gen, dtype=torch.float64), mask, transitions.double(), start.double(), end.double())
     tags, _ = crf.viterbi_decode(to(noise, "cpu"))
@@ -208,7 +208,7 @@ def test_viterbi_breaks_ties_as_the_torch_code():
     (the lowest label wins each max)."""
     for trial, K in enumerate([2, 3, 5, 9]):
         scores = random_scores(trial, mixed_lengths(trial, 8, 9), K, T=9)
-        scores = CRFScores(*(x.round() if x.is_floating_point() else x for x in scores))
+        scores = CRFScores(*(x.round() if x.is_floating_point() else x for x in scores[:5]))
         paths, best = viterbi_decode(to(scores), kernels="triton")
         torch_paths, torch_best = crf.viterbi_decode(scores)
         assert torch.equal(paths.cpu(), torch_paths) and torch.equal(best.cpu(), torch_best)
@@ -255,7 +255,7 @@ def test_empty_batches():
 
 def test_launchers_check_shapes():
     scores = to(random_scores(0, [2, 1], 3))
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end = scores[:5]
     lengths = mask.sum(1, dtype=torch.int32)
     with pytest.raises(ValueError, match=r"lengths must be int32 of shape \(2,\)"):
         triton_crf.viterbi(emissions, mask.sum(1), transitions, start, end)

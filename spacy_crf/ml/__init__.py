@@ -1,7 +1,15 @@
 """The Thinc side of spacy-crf: the registered architectures, the shim around
 the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
-from .bilstm_crf import build_bilstm_crf, crf_shim, set_constraints, torch_network
+from .bilstm_crf import (
+    build_bilstm_crf,
+    build_bilstm_crf_v2,
+    crf_shim,
+    set_constraints,
+    set_label_classes,
+    torch_network,
+    uses_label_classes,
+)
 from .char_cnn import build_char_cnn
 from .crf_batch import CRFBatch, merge_nbest
 from .doc_scores import DocScores
@@ -18,6 +26,7 @@ __all__ = [
     "CRFBatch",
     "DocScores",
     "build_bilstm_crf",
+    "build_bilstm_crf_v2",
     "build_char_cnn",
     "build_hash_char_embed",
     "build_hash_char_embed_v2",
@@ -28,5 +37,7 @@ __all__ = [
     "crf_shim",
     "merge_nbest",
     "set_constraints",
+    "set_label_classes",
     "torch_network",
+    "uses_label_classes",
 ]

@@ -1,4 +1,5 @@
-"""The registered architecture `spacy_crf.BiLSTMCRF.v1`: tok2vec -> BiLSTM-CRF.
+"""The registered architectures `spacy_crf.BiLSTMCRF.v1` and `.v2` (v1 plus
+the `transitions` setting): tok2vec -> BiLSTM-CRF.
 
 The torch network sits behind Thinc's PyTorchWrapper with a `CRFShim`, which
 builds it once the input width and the number of labels are known (at
@@ -17,6 +18,7 @@ from thinc.types import Floats2d
 
 from ..errors import Errors
 from ..nn import BiLSTMCRF, CRFScores
+from ..nn.bilstm_crf import TRANSITIONS
 from .crf_batch import CRFBatch, chunk_lengths
 from .shim import CRFShim
 
@@ -32,6 +34,24 @@ def build_bilstm_crf(
     nO: Optional[int] = None,
     input_dropout: float = 0.0,
 ) -> Model[List[Doc], CRFBatch]:
+    """spacy_crf.BiLSTMCRF.v2 with transitions = "full" (see there)."""
+    return build_bilstm_crf_v2(
+        tok2vec, hidden_width, depth, dropout, crf, chunk_size, nO, input_dropout, transitions="full"
+    )
+
+
+@registry.architectures("spacy_crf.BiLSTMCRF.v2")
+def build_bilstm_crf_v2(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    hidden_width: int = 128,
+    depth: int = 1,
+    dropout: float = 0.0,
+    crf: bool = True,
+    chunk_size: int = 512,
+    nO: Optional[int] = None,
+    input_dropout: float = 0.0,
+    transitions: str = "full",
+) -> Model[List[Doc], CRFBatch]:
     """Build a BiLSTM-CRF tagger on top of any tok2vec.
 
     tok2vec (Model[List[Doc], List[Floats2d]]): the token vectors, e.g. a
@@ -46,14 +66,22 @@ def build_bilstm_crf(
         cuts. Docs up to this length are decoded whole.
     nO (Optional[int]): number of labels; set by the component from its labels.
     input_dropout (float): dropout on the token vectors entering the BiLSTM.
+    transitions (str): "full", a score for every pair of labels (K * K); or
+        "factored", a score for every pair of the labels' classes plus one for
+        leaving and one for entering each label (C * C + 2K), exact and
+        O(K * C) a token: for large label sets whose labels have a class, e.g.
+        target "pos+morph" (bundles, by their UPOS) or "tag+pos" (by UPOS).
     RETURNS (Model[List[Doc], CRFBatch]): the CRF scores of a batch of docs.
     """
+    if transitions not in TRANSITIONS:
+        raise ValueError(Errors.E022.format(value=transitions, options=", ".join(TRANSITIONS)))
     shim = CRFShim(
         hidden_width=hidden_width,
         depth=depth,
         dropout=dropout,
         learn_transitions=crf,
         input_dropout=input_dropout,
+        transitions=transitions,
     )
     wrapper = Model(
         "pytorch",
@@ -92,6 +120,17 @@ def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> N
     start, (K,) end, as from `spacy_crf.constraints.allowed_transitions`; None
     allows everything. They hold across saving and loading the weights."""
     crf_shim(model).set_constraints(None if masks is None else tuple(masks))
+
+
+def set_label_classes(model: Model, classes: Optional[Sequence[int]]) -> None:
+    """Give the network the class id (0..C-1) of each label, before it is
+    built: factored transitions need them; full ones ignore them."""
+    crf_shim(model).set_label_classes(classes)
+
+
+def uses_label_classes(model: Model) -> bool:
+    """Whether the model's transitions are factored by the labels' classes."""
+    return crf_shim(model).cfg["network"].get("transitions") == "factored"
 
 
 def _crf_layer_init(model: Model, X: Optional[List[Floats2d]] = None, Y: Any = None) -> None:

@@ -171,7 +171,7 @@ class CRFBatch:
 
     def is_finite(self) -> bool:
         """Whether every score (emissions, transitions, start, end) is finite."""
-        emissions, _, transitions, start, end = self.scores
+        emissions, _, transitions, start, end, _ = self.scores
         return all(bool(torch.isfinite(t).all()) for t in (emissions, transitions, start, end))
 
     def decode(self) -> List[numpy.ndarray]:

@@ -22,7 +22,7 @@ def crf_batch_loss(
         and the gradient with respect to the emissions, transitions, start and
         end (None where fixed), to hand to the model's backprop.
     """
-    emissions, mask, transitions, start, end = batch.scores
+    emissions, mask, transitions, start, end, classes = batch.scores
     gold_grid = batch.to_grid(gold)
     excluded_grid = batch.to_grid(excluded)
     leaves = [
@@ -35,7 +35,7 @@ def crf_batch_loss(
         ]
     ]
     with torch.enable_grad():
-        loss = crf_loss(CRFScores(leaves[0], mask, *leaves[1:]), gold_grid, excluded_grid)
+        loss = crf_loss(CRFScores(leaves[0], mask, *leaves[1:], classes), gold_grid, excluded_grid)
         trainable = [leaf for leaf in leaves if leaf.requires_grad]
         grads = iter(torch.autograd.grad(loss, trainable))
     d_scores = [next(grads) if leaf.requires_grad else None for leaf in leaves]

@@ -22,7 +22,7 @@ sizes are known, saves those sizes with the weights, and loads weights only.
 import contextlib
 import io
 import pickle
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 import torch
@@ -32,19 +32,26 @@ from ..errors import Errors, UnsafeModelError
 from ..nn import BiLSTMCRF
 
 # The network's settings that decide the shapes of its weights.
-STRUCTURAL = ("hidden_width", "depth", "learn_transitions")
+STRUCTURAL = ("hidden_width", "depth", "learn_transitions", "transitions")
 
 
 class CRFShim(PyTorchShim):
     """A PyTorchShim for a BiLSTMCRF that is built when its sizes are known.
 
-    hidden_width, depth, dropout, learn_transitions, input_dropout: the
-    network's settings (see `spacy_crf.nn.BiLSTMCRF`).
+    hidden_width, depth, dropout, learn_transitions, input_dropout,
+    transitions: the network's settings (see `spacy_crf.nn.BiLSTMCRF`).
+    With transitions = "factored" the labels' classes (`set_label_classes`)
+    are needed to build, and are saved with the sizes.
     """
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(None, config={"network": dict(settings)})
         self._constraints: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
+        self.label_classes: Optional[List[int]] = None
+
+    def set_label_classes(self, classes: Optional[Sequence[int]]) -> None:
+        """The class id of each label, for factored transitions (read at `build`)."""
+        self.label_classes = None if classes is None else [int(c) for c in classes]
 
     @property
     def network(self) -> Optional[BiLSTMCRF]:
@@ -55,11 +62,14 @@ class CRFShim(PyTorchShim):
     def device(self) -> torch.device:
         if self._model is None:
             return get_torch_default_device()
-        return self._model.transitions.device
+        return self._model.start.device
 
     def build(self, n_inputs: int, n_labels: int) -> BiLSTMCRF:
         """Create a freshly initialized network for these sizes."""
         network_cfg = {**self.cfg["network"], "n_inputs": n_inputs, "n_labels": n_labels}
+        network_cfg.pop("classes", None)
+        if network_cfg.get("transitions") == "factored":
+            network_cfg["classes"] = self.label_classes
         settings = dict(network_cfg)
         network = BiLSTMCRF(settings.pop("n_inputs"), settings.pop("n_labels"), **settings)
         self._model = network.to(get_torch_default_device())
@@ -82,7 +92,7 @@ class CRFShim(PyTorchShim):
         network = self._model
         if network is None:
             return
-        n_labels = network.transitions.shape[0]
+        n_labels = network.start.shape[0]
         if self._constraints is None or self._constraints[1].shape[0] != n_labels:
             network.clear_constraints()
         else:
@@ -161,12 +171,14 @@ class CRFShim(PyTorchShim):
         for key in STRUCTURAL:
             if key in saved and saved[key] != configured[key]:
                 raise ValueError(f"{key} is {saved[key]!r} in the file, {configured[key]!r} in the config")
-        previous = (self._model, self.cfg)
+        previous = (self._model, self.cfg, self.label_classes)
+        if saved.get("classes") is not None:
+            self.label_classes = saved["classes"]
         self.build(saved["n_inputs"], saved["n_labels"])
         try:
             self._model.load_state_dict(state)
         except Exception:
-            self._model, self.cfg = previous
+            self._model, self.cfg, self.label_classes = previous
             raise
         return self
 

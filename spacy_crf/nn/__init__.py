@@ -1,8 +1,9 @@
 """Torch code of spacy-crf: the CRF maths, its loss and constraints, and the BiLSTM-CRF network (no spaCy).
 
-log_partition, negative_log_likelihood, viterbi_decode and marginals are
-dispatch.py's: the fused Triton kernels on CUDA, the torch reference
-(spacy_crf.nn.crf) otherwise; see dispatch.py for the `kernels` switch.
+log_partition, negative_log_likelihood, viterbi_decode, marginals and
+nbest_decode are dispatch.py's: the fused Triton kernels on CUDA, factored.py
+for class-factored transitions, the torch reference (spacy_crf.nn.crf)
+otherwise; see dispatch.py for the `kernels` switch.
 """
 from .bilstm_crf import BiLSTMCRF
 from .constraints import constrain
@@ -11,10 +12,10 @@ from .crf import (
     CRFScores,
     allowed_from_tags,
     check_scores,
-    nbest_decode,
     path_score,
 )
-from .dispatch import log_partition, marginals, negative_log_likelihood, viterbi_decode
+from .dispatch import log_partition, marginals, nbest_decode, negative_log_likelihood, viterbi_decode
+from .factored import factored_transitions
 from .loss import crf_loss
 from .spans import all_span_log_probs, forward_backward, span_log_probs
 
@@ -26,6 +27,7 @@ __all__ = [
     "allowed_from_tags",
     "check_scores",
     "constrain",
+    "factored_transitions",
     "crf_loss",
     "forward_backward",
     "log_partition",

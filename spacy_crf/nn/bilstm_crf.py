@@ -3,7 +3,7 @@
 Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
 transition, start and end parameters); the loss and decoding live in crf.py.
 """
-from typing import NamedTuple
+from typing import NamedTuple, Optional, Sequence
 
 import torch
 from torch import nn
@@ -11,6 +11,9 @@ from torch.nn.utils.rnn import PackedSequence
 
 from .constraints import constrain
 from .crf import CRFScores
+from .factored import factored_transitions
+
+TRANSITIONS = ("full", "factored")
 
 
 class BiLSTMCRF(nn.Module):
@@ -24,6 +27,12 @@ class BiLSTMCRF(nn.Module):
     learn_transitions (bool): False fixes transition, start and end scores at
         zero, which turns the CRF into a per-token softmax (the ablation).
     input_dropout (float): dropout on the token vectors fed in.
+    transitions (str): "full", a (K, K) matrix of transition scores; or
+        "factored": pair[class(i), class(j)] + leave[i] + enter[j], C * C + 2K
+        scores over the labels' classes, decoded and trained in O(K * C) a
+        token (see factored.py).
+    classes (Optional[Sequence[int]]): with "factored", the class id (0..C-1)
+        of each label.
     """
 
     def __init__(
@@ -36,8 +45,13 @@ class BiLSTMCRF(nn.Module):
         dropout: float = 0.0,
         learn_transitions: bool = True,
         input_dropout: float = 0.0,
+        transitions: str = "full",
+        classes: Optional[Sequence[int]] = None,
     ) -> None:
         super().__init__()
+        if transitions not in TRANSITIONS:
+            raise ValueError(f"transitions must be one of {TRANSITIONS}, got {transitions!r}")
+        self.factored = transitions == "factored"
         self.n_inputs = n_inputs
         self.lstm = None
         width = n_inputs
@@ -54,16 +68,22 @@ class BiLSTMCRF(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.input_dropout = nn.Dropout(input_dropout)
         self.emission = nn.Linear(width, n_labels)
-        zeros_kk = torch.zeros(n_labels, n_labels)
-        zeros_k = torch.zeros(n_labels)
-        if learn_transitions:
-            self.transitions = nn.Parameter(zeros_kk)
-            self.start = nn.Parameter(zeros_k)
-            self.end = nn.Parameter(zeros_k.clone())
-        else:
-            self.register_buffer("transitions", zeros_kk)
-            self.register_buffer("start", zeros_k)
-            self.register_buffer("end", zeros_k.clone())
+        shapes = {"transitions": (n_labels, n_labels)}
+        self.register_buffer("label_classes", None, persistent=False)
+        if self.factored:
+            n_classes = len(set(classes or ()))
+            if classes is None or len(classes) != n_labels or set(classes) != set(range(n_classes)):
+                raise ValueError(
+                    f"factored transitions need a class id for each of the {n_labels} labels, "
+                    "using every id from 0 to the number of classes - 1"
+                )
+            self.label_classes = torch.tensor(list(classes), dtype=torch.long)
+            shapes = {"class_transitions": (n_classes, n_classes), "leave": (n_labels,), "enter": (n_labels,)}
+        for name, shape in [*shapes.items(), ("start", (n_labels,)), ("end", (n_labels,))]:
+            if learn_transitions:
+                self.register_parameter(name, nn.Parameter(torch.zeros(shape)))
+            else:
+                self.register_buffer(name, torch.zeros(shape))
         # tag-scheme constraints (see set_constraints); not saved with the weights
         self.register_buffer("allowed_transitions", None, persistent=False)
         self.register_buffer("allowed_start", None, persistent=False)
@@ -77,7 +97,7 @@ class BiLSTMCRF(nn.Module):
         transitions (Tensor): (K, K) bool, [i, j] if label j may follow label i.
         start (Tensor): (K,) bool. end (Tensor): (K,) bool.
         """
-        device = self.transitions.device
+        device = self.start.device
         self.allowed_transitions = transitions.to(device=device, dtype=torch.bool)
         self.allowed_start = start.to(device=device, dtype=torch.bool)
         self.allowed_end = end.to(device=device, dtype=torch.bool)
@@ -85,6 +105,13 @@ class BiLSTMCRF(nn.Module):
     def clear_constraints(self) -> None:
         """Allow every transition again."""
         self.allowed_transitions = self.allowed_start = self.allowed_end = None
+
+    def transition_scores(self) -> torch.Tensor:
+        """RETURNS (Tensor): the (K, K) transition scores (built from the
+        factors for "factored"), differentiable."""
+        if not self.factored:
+            return self.transitions
+        return factored_transitions(self.class_transitions, self.leave, self.enter, self.label_classes)
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> CRFScores:
         """Score a padded batch.
@@ -115,7 +142,7 @@ class BiLSTMCRF(nn.Module):
             scores = self.emission(self.dropout(output.data))  # shape: (n_tokens, K)
             emissions = scores.new_zeros(B * T, scores.shape[1]).index_copy(0, flat, scores)
             emissions = emissions.view(B, T, -1)
-        scores = CRFScores(emissions, mask, self.transitions, self.start, self.end)
+        scores = CRFScores(emissions, mask, self.transition_scores(), self.start, self.end, self.label_classes)
         if self.allowed_transitions is not None:
             scores = constrain(scores, self.allowed_transitions, self.allowed_start, self.allowed_end)
         return scores

@@ -23,7 +23,7 @@ def constrain(
     allowed_start (Tensor): (K,) bool. allowed_end (Tensor): (K,) bool.
     RETURNS (CRFScores): the same emissions and mask, constrained parameters.
     """
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
 
     def forbid(x: torch.Tensor, ok: torch.Tensor) -> torch.Tensor:
         return torch.where(ok, x, torch.full_like(x, NEG_INF))

@@ -16,7 +16,7 @@ functions, and dispatch.py (whose log_partition, negative_log_likelihood,
 viterbi_decode and marginals `spacy_crf.nn` exports) runs this code wherever
 the kernels do not. This module imports neither.
 """
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -33,11 +33,15 @@ class CRFScores(NamedTuple):
     transitions: torch.Tensor  # shape: (K, K)
     start: torch.Tensor  # shape: (K,)
     end: torch.Tensor  # shape: (K,)
+    # (K,) long class ids when the transitions are class-factored (factored.py
+    # runs the fast algorithms); None for a full matrix. The code here reads
+    # the dense matrix and ignores it.
+    classes: Optional[torch.Tensor] = None
 
 
 def check_scores(scores: CRFScores) -> None:
     """Raise ValueError naming the shapes if the tensors do not fit together."""
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     if emissions.dim() != 3:
         raise ValueError(f"emissions must be (B, T, K), got {tuple(emissions.shape)}")
     B, T, K = emissions.shape
@@ -93,7 +97,7 @@ def path_score(scores: CRFScores, tags: torch.Tensor) -> torch.Tensor:
     tags (Tensor): (B, T) long label ids; values at padded steps are ignored.
     RETURNS (Tensor): (B,) start[y1] + sum emit + sum trans + end[yn].
     """
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     dtype = _compute_dtype(emissions)
     emissions = emissions.to(dtype)
     B, T, _ = emissions.shape
@@ -122,7 +126,7 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
     RETURNS (Tensor): (B,) the log-sum-exp of Score(x, y) over all paths y.
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
         return emissions.new_zeros(emissions.shape[0], dtype=dtype)
@@ -234,7 +238,7 @@ class _LogPartition(torch.autograd.Function):
 
 
 def negative_log_likelihood(
-    scores: CRFScores, allowed: torch.Tensor
+    scores: CRFScores, allowed: torch.Tensor, *, partition: Optional[Callable[[CRFScores], torch.Tensor]] = None
 ) -> torch.Tensor:
     """The CRF loss per sequence, with partial labels.
 
@@ -244,20 +248,23 @@ def negative_log_likelihood(
     labels allowed) or negative ("!TAG") need the second forward pass.
 
     allowed (Tensor): (B, T, K) bool, the labels each token may take.
+    partition (Optional[Callable]): the log Z function (e.g. factored.py's);
+        None for this module's `log_partition`.
     RETURNS (Tensor): (B,) non-negative NLL; 0 for a sequence with no known label.
     """
     check_allowed(scores, allowed)
-    emissions, mask, transitions, start, end = scores
+    partition = partition or log_partition
+    emissions, mask, transitions, start, end, classes = scores
     dtype = _compute_dtype(emissions)
     emissions = emissions.to(dtype)
-    scores = CRFScores(emissions, mask, transitions, start, end)
-    log_z = log_partition(scores)
+    scores = CRFScores(emissions, mask, transitions, start, end, classes)
+    log_z = partition(scores)
     ambiguous = ((allowed.sum(-1) != 1) & mask).any(1)  # shape: (B,)
     gold_score = path_score(scores, allowed.to(torch.uint8).argmax(-1))
     rows = ambiguous.nonzero().squeeze(1)
     if rows.numel():
         clamped = emissions[rows].masked_fill(~allowed[rows], NEG_INF)
-        partial = log_partition(CRFScores(clamped, mask[rows], transitions, start, end))
+        partial = partition(CRFScores(clamped, mask[rows], transitions, start, end, classes))
         gold_score = gold_score.index_put((rows,), partial)
     # >= 0 in exact arithmetic; clamp away float rounding (e.g. -4e-9 for K=1)
     return (log_z - gold_score).clamp_min(0.0)
@@ -287,7 +294,7 @@ def viterbi_decode(
         scores, (B,) (0 for an empty sequence).
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     dtype = _compute_dtype(emissions)
     B, T, K = emissions.shape
     if T == 0:
@@ -417,7 +424,7 @@ def marginals(scores: CRFScores) -> torch.Tensor:
 
     RETURNS (Tensor): (B, T, K); each real token's row sums to 1, padded rows are 0.
     """
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     with torch.enable_grad():
         leaf = emissions.detach().to(_compute_dtype(emissions)).requires_grad_(True)
         detached = CRFScores(leaf, mask, transitions.detach(), start.detach(), end.detach())
@@ -440,7 +447,7 @@ def nbest_decode(scores: CRFScores, k: int) -> Tuple[torch.Tensor, torch.Tensor]
         -inf scores in the spare places.
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     dtype = _compute_dtype(emissions)
     B, T, K = emissions.shape
     device = emissions.device

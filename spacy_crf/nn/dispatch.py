@@ -4,8 +4,11 @@
 here are crf.py's functions, same arguments, plus a keyword `kernels` that
 picks the code: triton_crf.py's kernels run CUDA tensors with 1 to 128 labels
 in float16, bfloat16 or float32; everything else (CPU, float64, more labels)
-runs crf.py, the reference the kernels are tested against. `spacy_crf.nn`
-exports these functions, so the pipeline's CRF runs the kernels on a GPU.
+runs crf.py, the reference the kernels are tested against. Scores whose
+transitions are class-factored (a `classes` field) that the kernels do not
+take run factored.py's O(K * C) algorithms (any device; `nbest_decode` too).
+`spacy_crf.nn` exports these functions, so the pipeline's CRF runs the
+kernels on a GPU.
 
     auto    kernels for CUDA tensors they cover, torch otherwise
     torch   always the torch code, e.g. to rule the kernels out when debugging
@@ -27,7 +30,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import crf
+from . import crf, factored
 from .crf import CRFScores
 
 MODES = ("auto", "torch", "triton")
@@ -92,6 +95,8 @@ def log_partition(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.
     """
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().log_partition(scores)
+    if scores.classes is not None:
+        return factored.log_partition(scores)
     return crf.log_partition(scores)
 
 
@@ -106,6 +111,8 @@ def negative_log_likelihood(
     """
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().negative_log_likelihood(scores, allowed)
+    if scores.classes is not None:
+        return crf.negative_log_likelihood(scores, allowed, partition=factored.log_partition)
     return crf.negative_log_likelihood(scores, allowed)
 
 
@@ -121,6 +128,8 @@ def viterbi_decode(
     """
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().viterbi_decode(scores)
+    if scores.classes is not None:
+        return factored.viterbi_decode(scores, compact=compact)
     return crf.viterbi_decode(scores, compact=compact)
 
 
@@ -132,4 +141,16 @@ def marginals(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tens
     """
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().marginals(scores)
+    if scores.classes is not None:
+        return factored.marginals(scores)
     return crf.marginals(scores)
+
+
+def nbest_decode(scores: CRFScores, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """crf.nbest_decode, or factored.py's for class-factored transitions.
+
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, k, T) long and scores (B, k).
+    """
+    if scores.classes is not None:
+        return factored.nbest_decode(scores, k)
+    return crf.nbest_decode(scores, k)

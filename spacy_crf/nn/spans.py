@@ -39,6 +39,7 @@ from typing import Optional, Tuple
 
 import torch
 
+from . import factored
 from .crf import (
     NEG_INF,
     CRFScores,
@@ -65,7 +66,9 @@ def forward_backward(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor, tor
         and log Z (B,) (0 for a row of length 0), in the compute dtype.
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = _as_compute_dtype(scores)
+    if scores.classes is not None:
+        return factored.forward_backward(scores)
+    emissions, mask, transitions, start, end, _ = _as_compute_dtype(scores)
     B, T, K = emissions.shape
     if T == 0:
         empty = emissions.new_zeros(B, 0, K)
@@ -104,7 +107,7 @@ def span_log_probs(
     if spans.dim() != 2 or spans.shape[1] != 4:
         raise ValueError(f"spans must be (N, 4), got {tuple(spans.shape)}")
     scores = _as_compute_dtype(scores)
-    emissions, mask, transitions, _, end_scores = scores
+    emissions, mask, transitions, _, end_scores, _ = scores
     _, T, K = emissions.shape
     N = spans.shape[0]
     if N == 0 or T == 0:
@@ -188,7 +191,7 @@ def all_span_log_probs(
     check_scores(scores)
     _check_patterns(patterns)
     scores = _as_compute_dtype(scores)
-    emissions, mask, transitions, _, _ = scores
+    emissions, mask, transitions, _, _, _ = scores
     B, T, _ = emissions.shape
     n_types = patterns.shape[0]
     if max_length is None:
@@ -263,7 +266,7 @@ def _exit_scores(
         log-sum over the continuations whose next label is not not_after
         (end[l] at a row's last token).
     """
-    emissions, mask, transitions, _, end = scores
+    emissions, mask, transitions, _, end, _ = scores
     B, T, K = emissions.shape
     plain = betas[:, :, labels]  # shape: (B, T, P)
     if T == 1:
@@ -284,9 +287,9 @@ def _exit_scores(
 
 
 def _as_compute_dtype(scores: CRFScores) -> CRFScores:
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, classes = scores
     dtype = _compute_dtype(emissions)
-    return CRFScores(emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype))
+    return CRFScores(emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype), classes)
 
 
 def _check_patterns(patterns: torch.Tensor) -> None:

@@ -447,7 +447,7 @@ def log_partition(scores: CRFScores, *, allowed: Optional[torch.Tensor] = None) 
     RETURNS (Tensor): (B,) float32, 0 for an empty sequence.
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     return _LogPartition.apply(emissions, mask, transitions, start, end, allowed)
 
 
@@ -470,7 +470,7 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and scores (B,) float32.
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = scores
+    emissions, mask, transitions, start, end, _ = scores
     return viterbi(emissions, _lengths(mask), transitions, start, end)
 
 
@@ -480,7 +480,7 @@ def marginals(scores: CRFScores) -> torch.Tensor:
     RETURNS (Tensor): (B, T, K) float32; padded rows are 0.
     """
     check_scores(scores)
-    emissions, mask, transitions, start, end = (x.detach() for x in scores)
+    emissions, mask, transitions, start, end = (x.detach() for x in scores[:5])
     lengths = _lengths(mask)
     log_z, alphas = forward(emissions, lengths, transitions, start, end)
     ones = torch.ones_like(log_z)
