@@ -22,6 +22,7 @@ from typing import Callable, Dict, Optional
 from benchmarks.contention import table as contention_table
 from benchmarks.large_labels import table as large_labels_table
 
+from .morph_table import treebank_table as morph_treebank_table
 from .results_table import main as results_table
 
 PAGES = ["README.md", "docs/performance.md", "docs/accuracy.md"]
@@ -200,8 +201,23 @@ def large_labels(root: Path) -> Optional[str]:
     return head + "\n\n" + large_labels_table(record["rows"])
 
 
+def morph(root: Path) -> Optional[str]:
+    """The morph workflow's tables, one per treebank (scripts.morph_table)."""
+    metrics = root / "metrics"
+    folders = sorted(p for p in (metrics / "morph").glob("*") if p.is_dir())
+    if not folders:
+        return None
+    speeds = [load(path) for folder in folders for path in sorted(folder.glob("*-speed.json"))]
+    parts = [environment_line(*speeds) + " Words/s: `nlp.pipe` of the dev words, one thread; train time: "
+             "`spacy train` wall time, one thread, the machine otherwise lightly loaded."]
+    for folder in folders:
+        parts.append("\n".join(morph_treebank_table(metrics, folder.name)))
+    return "\n\n".join(parts)
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "morph": morph,
     "paired-tests": paired_tests,
     "accuracy-by-frequency": accuracy_by_frequency,
     "decoding": decoding,

@@ -34,9 +34,13 @@ from spacy_crf.scorers import crf_tagger_score
 from .common import gold_sentences
 
 # the workflow's configs first, in this order; any other config after them
-CONFIG_ORDER = ["cpu_morph", "baseline_pos"]
+CONFIG_ORDER = ["cpu_morph", "cpu_morph_full", "cpu_morph_char", "baseline_pos"]
+# runs of a config with settings changed on the command line (morph-ablation)
+VARIANTS = {"cpu_morph_full": "`configs/cpu_morph.cfg`, transitions = \"full\""}
+# McNemar files of the paired-morph command, in the table's order
+PAIRED = {"pos_": "UPOS", "morph": "FEATS", "pos+morph": "UPOS+FEATS"}
 SYSTEMS = {"crf_tagger": "crf_tagger", "morphologizer": "spaCy morphologizer"}
-SUFFIXES = ("-bundles", "-speed")
+SUFFIXES = ("-bundles", "-speed", "-raw")
 
 
 def score_bundles(model_path: str, dev_path: str) -> Dict[str, float]:
@@ -81,28 +85,48 @@ def treebank_table(metrics: Path, treebank: str) -> List[str]:
             "",
         ]
     lines += [
-        "| system | config | pos_acc | morph_acc | pos_morph_acc | train time | words/s |",
-        "|---|---|---|---|---|---|---|",
+        "| system | config | pos_acc | morph_acc | pos_morph_acc | raw text pos_acc / morph_acc | train time | words/s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for config in configs_in(folder):
         scores = load(folder / f"{config}.json") or {}
         bundles = load(folder / f"{config}-bundles.json") or {}
         speed = (load(folder / f"{config}-speed.json") or {}).get("words_per_second")
         seconds = (load(training / config / "train_time.json") or {}).get("train_seconds")
+        raw = load(folder / f"{config}-raw.json")
+        raw_cell = "-" if raw is None else f"{percent(raw.get('pos_acc'))} / {percent(raw.get('morph_acc'))}"
         pos_morph = bundles.get("pos_morph_acc", scores.get("pos_morph_acc"))
         lines.append(
-            f"| {system_of(training / config / 'model-best', config)} | `configs/{config}.cfg` "
+            f"| {system_of(training / config / 'model-best', config)} | {VARIANTS.get(config, f'`configs/{config}.cfg`')} "
             f"| {percent(scores.get('pos_acc', bundles.get('pos_acc')))} "
-            f"| {percent(scores.get('morph_acc', bundles.get('morph_acc')))} | {percent(pos_morph)} "
+            f"| {percent(scores.get('morph_acc', bundles.get('morph_acc')))} | {percent(pos_morph)} | {raw_cell} "
             f"| {'-' if seconds is None else f'{seconds / 60:.1f} min'} "
             f"| {'-' if speed is None else f'{speed:,}'} |"
         )
+    paired = [(name, load(folder / f"paired_{attr}.json")) for attr, name in PAIRED.items()]
+    paired = [(name, result) for name, result in paired if result]
+    if paired:
+        lines += [
+            "",
+            "McNemar, crf_tagger (cpu_morph) against the morphologizer (baseline_pos), dev words:",
+            "",
+            "| compared | words | crf_tagger | morphologizer | only crf_tagger right | only morphologizer right | chi2 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, r in paired:
+            lines.append(
+                f"| {name} | {r['tokens']:,} | {r['acc_a']:.2f} | {r['acc_b']:.2f} | {r['only_a_right']:,} "
+                f"| {r['only_b_right']:,} | {r['mcnemar_chi2']:.2f} |"
+            )
     return lines
 
 
 def configs_in(folder: Path) -> List[str]:
     """The configs with a score file in a treebank's folder, the workflow's first."""
-    configs = {config_of(path.stem) for path in folder.glob("*.json") if path.stem != "unseen_bundles"}
+    configs = {
+        config_of(path.stem) for path in folder.glob("*.json")
+        if path.stem != "unseen_bundles" and not path.stem.startswith("paired_")
+    }
     return [c for c in CONFIG_ORDER if c in configs] + sorted(configs - set(CONFIG_ORDER))
 
 

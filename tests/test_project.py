@@ -333,6 +333,11 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
         model = morph_project / "training" / "morph" / "tr_tiny" / config
         assert json.loads((model / "train_time.json").read_text())["train_seconds"] > 0
         assert json.loads((model / "model-best" / "meta.json").read_text())["lang"] == "tr"
+        raw = json.loads((metrics / f"{config}-raw.json").read_text())
+        assert 0.0 <= raw["pos_acc"] <= 1.0 and 0.0 <= raw["morph_acc"] <= 1.0
+    for attr in ("pos_", "morph", "pos+morph"):
+        paired = json.loads((metrics / f"paired_{attr}.json").read_text())
+        assert paired["tokens"] == dev_words and paired["mcnemar_chi2"] >= 0
     crf_scores = json.loads((metrics / "cpu_morph.json").read_text())
     crf_bundles = json.loads((metrics / "cpu_morph-bundles.json").read_text())
     assert crf_bundles["pos_morph_acc"] == pytest.approx(crf_scores["pos_morph_acc"])
@@ -369,7 +374,10 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "cpu_morph.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8},
         "cpu_morph-bundles.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8, "words": 100},
         "cpu_morph-speed.json": {"words_per_second": 12345},
+        "cpu_morph-raw.json": {"pos_acc": 0.88, "morph_acc": 0.83},
+        "cpu_morph_full.json": {"pos_acc": 0.89, "morph_acc": 0.84},
         "baseline_pos.json": {"pos_acc": 0.91, "morph_acc": 0.8},
+        "paired_morph.json": {"tokens": 100, "acc_a": 85.0, "acc_b": 80.0, "only_a_right": 9, "only_b_right": 4, "mcnemar_chi2": 1.23},
         "baseline_pos-bundles.json": {"pos_acc": 0.91, "morph_acc": 0.8, "pos_morph_acc": 0.75, "words": 100},
         "unseen_bundles.json": {"unseen_rate": 1.5, "dev_words": 2000, "unseen_bundles": 7, "dev_bundles": 300, "train_bundles": 900},
     }
@@ -382,9 +390,11 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
     assert lines[lines.index("### tr_x") + 2].startswith("Unseen UPOS+FEATS bundles: 1.50% of 2,000 dev words (7 of 300")
     rows = [line for line in lines if "`configs/" in line]
     assert rows == [
-        "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | - | 12,345 |",
-        "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | 1.5 min | - |",
+        "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | 88.00 / 83.00 | - | 12,345 |",
+        '| cpu_morph_full | `configs/cpu_morph.cfg`, transitions = "full" | 89.00 | 84.00 | - | - | - | - |',
+        "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | - | 1.5 min | - |",
     ]
+    assert "| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |" in lines
     assert (metrics / "table.md").exists() and (tmp_path / "metrics" / "morph" / "hu_y" / "table.md").exists()
 
 
