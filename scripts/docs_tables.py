@@ -215,8 +215,29 @@ def morph(root: Path) -> Optional[str]:
     return "\n\n".join(parts)
 
 
+def rejected_spans(root: Path) -> Optional[str]:
+    """metrics/ner/rejected_spans.json: `python -m scripts.rejected_spans ...`."""
+    r = load(root / "metrics" / "ner" / "rejected_spans.json")
+    if r is None:
+        return None
+    head = (
+        f"`{r['config']}`; {r['annotated_docs']:,} of {r['train_docs']:,} train docs annotated fully; the weak "
+        f"model ({r['weak_steps']:,} steps on them) scores {r['weak_model']['ents_f']:.2f} F1 on dev and "
+        f"proposes {r['rejected_spans']:,} wrong entities on the other {r['rejection_docs']:,} docs (which hold "
+        f"{r['gold_entities_in_rejection_docs']:,} gold entities, unseen by both models); both models "
+        f"{r['steps']:,} steps."
+    )
+    lines = ["| training data | ents_p | ents_r | ents_f |", "|---|---|---|---|"]
+    for name, label in [("without", "annotated docs only (the others unannotated)"),
+                        ("with", "annotated docs + the others' rejected spans")]:
+        scores = r[name]
+        lines.append(f"| {label} | {scores['ents_p']:.2f} | {scores['ents_r']:.2f} | {scores['ents_f']:.2f} |")
+    return head + "\n\n" + "\n".join(lines) + f"\n\nF1 gain from the rejections: {r['ents_f_gain']:+.2f}."
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "rejected-spans": rejected_spans,
     "morph": morph,
     "paired-tests": paired_tests,
     "accuracy-by-frequency": accuracy_by_frequency,

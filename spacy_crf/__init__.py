@@ -5,6 +5,8 @@ Where things are:
 - targets.py: what "tag", "pos", "tag+pos" and "ents" mean (labels, gold values, writing);
 - constraints.py: which transitions a tag scheme allows;
 - threads.py: the CPU thread count of the component's torch work;
+- calibration.py: ECE, Brier score and reliability bins of probabilities;
+- temperature.py: fitting the temperature of the CRF's probabilities (`calibrate`);
 - ml/: the Thinc side (architectures, shim, the model's output, the loss);
 - nn/: the torch side (CRF maths and kernels, loss, constraints, the network);
 - corpus/: tagging a corpus with a trained pipeline (local engine or Ray Data).
@@ -22,7 +24,7 @@ from .ml import (
     build_hash_char_embed_v3,
     build_hash_char_embed_v4,
 )
-from .scorers import make_crf_tagger_scorer
+from .scorers import make_crf_tagger_scorer, make_crf_tagger_scorer_v2
 from .tagger import CRFPrediction, CRFTagger, make_crf_tagger
 
 __all__ = [
@@ -38,4 +40,5 @@ __all__ = [
     "build_hash_char_embed_v4",
     "make_crf_tagger",
     "make_crf_tagger_scorer",
+    "make_crf_tagger_scorer_v2",
 ]

@@ -1,4 +1,5 @@
-"""Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]`."""
+"""Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]` and
+`python -m spacy_crf calibrate MODEL DEV [options]`."""
 import argparse
 import json
 import sys
@@ -39,11 +40,39 @@ def _parser() -> argparse.ArgumentParser:
     tag.add_argument("--overwrite", action="store_true",
                      help="start over: delete an earlier job's shards and manifest in OUTPUT first")
     tag.add_argument("--no-progress", action="store_true", help="no progress bar")
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="fit the temperature of a crf_tagger's probabilities on annotated docs",
+        description=(
+            "Fit the temperature tau of the CRF's probabilities, P(y|x) proportional to "
+            "exp(Score(x, y) / tau), on the annotated docs DEV by minimizing the negative "
+            "log-likelihood of their gold labels; save it in the component's cfg (in MODEL, or "
+            "in a copy of the pipeline at --output) and print the NLL, ECE and Brier score "
+            "before and after. The predicted labels do not change."
+        ),
+    )
+    calibrate.add_argument("model", help="pipeline folder (or installed package name, with --output)")
+    calibrate.add_argument("dev", help="annotated docs: a .spacy file or a folder of them")
+    calibrate.add_argument("--output", default=None,
+                           help="save the calibrated pipeline in this folder (default: update MODEL in place)")
+    calibrate.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
+                           help="read DEV on its gold tokens, one sentence per doc, as spacy evaluate does")
+    calibrate.add_argument("--component", default=None, help="the crf_tagger to calibrate (default: the only one)")
+    calibrate.add_argument("--batch-size", type=int, default=64, help="docs per model call")
+    calibrate.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on; -1 for the CPU")
+    calibrate.add_argument("--dry-run", action="store_true", help="fit and print, save nothing")
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "calibrate":
+        return _calibrate(args)
+    return _tag(args)
+
+
+def _tag(args: argparse.Namespace) -> int:
+    """`python -m spacy_crf tag`."""
     from spacy_crf.corpus import BadRecordError, tag_corpus
 
     try:
@@ -76,6 +105,51 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"skipped (complete) {summary.shards_skipped} of {summary.shards}; bad records {summary.bad_records}"
     )
     print(json.dumps(summary.to_dict()))
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    """`python -m spacy_crf calibrate`: fit, save, print a before/after table
+    and, last, the numbers as one line of JSON."""
+    import spacy
+
+    from spacy_crf.temperature import calibrate
+
+    if args.gpu_id >= 0:
+        spacy.require_gpu(args.gpu_id)
+    try:
+        result = calibrate(
+            args.model, args.dev, output=args.output, gold_preproc=args.gold_preproc,
+            component=args.component, batch_size=args.batch_size, write=not args.dry_run,
+        )
+    except (ValueError, OSError) as err:
+        msg.fail(str(err))
+        return 1
+    before, after = result.before.metrics(), result.after.metrics()
+    rows = [("NLL / gold token", "nll"), ("token ECE", "token_ece"), ("token Brier", "token_brier"),
+            ("token accuracy", "token_accuracy")]
+    if "ents_ece" in after:
+        rows += [("entity ECE", "ents_ece"), ("entity Brier", "ents_brier"), ("entity precision", "ents_precision")]
+
+    def shown(value: Optional[float]) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    msg.table(
+        [(title, shown(before[key]), shown(after[key])) for title, key in rows],
+        header=("", f"before (tau={before['temperature']:.4g})", f"after (tau={after['temperature']:.4g})"),
+        divider=True, aligns=("l", "r", "r"),
+    )
+    if result.fit.at_edge:
+        msg.warn(f"tau = {after['temperature']:.4g} is at an end of the searched range: the NLL may fall further")
+    if result.n_unknown_labels:
+        msg.warn(f"{result.n_unknown_labels:,} tokens have a gold label that component '{result.name}' does not "
+                 "have: summed over in the NLL, wrong in ECE and Brier")
+    where = f"saved in {result.written}" if result.written is not None else "not saved (--dry-run)"
+    msg.good(
+        f"Component '{result.name}': temperature {after['temperature']:.4g} from {result.n_docs:,} docs, "
+        f"{result.n_gold_tokens:,} gold tokens; {where}"
+    )
+    print(json.dumps(result.to_dict()))
     return 0
 
 

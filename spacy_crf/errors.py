@@ -99,7 +99,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E020 = (
         "Component '{name}' has target \"{target}\": entity probabilities "
-        "(store_entity_probs, ents_threshold, candidates_key) need target \"ents\"."
+        "(store_entity_probs, ents_threshold, candidates_key) and rejected "
+        "spans (incorrect_spans_key) need target \"ents\"."
     )
     E021 = "Component '{name}' was given {setting}={value}: a probability p with {low} p <= 1 is expected."
     E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF.v2: expected one of {options}."
@@ -111,3 +112,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "\"tag+pos\" (a pair's class is its UPOS); use transitions = \"full\" "
         "for the others."
     )
+    E024 = (
+        "Component '{name}' was given temperature={value!r}: a finite number "
+        "tau > 0 is expected (the CRF's probabilities are those of "
+        "exp(Score / tau); 1.0 keeps the model's own, and "
+        "`python -m spacy_crf calibrate` fits it on annotated docs)."
+    )
+    E025 = "Cannot calibrate {what}: {reason}."

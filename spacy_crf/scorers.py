@@ -1,10 +1,14 @@
-"""Scorer of crf_tagger: token accuracy of the attribute it writes."""
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+"""Scorers of crf_tagger: token accuracy of the attribute it writes (or
+entity P/R/F), and with `.v2` the calibration of the probabilities it stored."""
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy.scorer import Scorer, get_ner_prf
-from spacy.tokens import Token
+from spacy.tokens import Span, Token
 from spacy.training import Example
 from spacy.util import registry
+
+from .calibration import N_BINS, Outcomes, entity_outcomes, token_outcomes
+from .targets import TARGETS
 
 TARGET_ATTRS = {"tag": "tag", "pos": "pos"}
 
@@ -54,6 +58,86 @@ def _pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int]]:
     return token.pos, token.morph.key
 
 
+def crf_tagger_score_v2(
+    examples: Iterable[Example], *, target: str = "tag", **kwargs: Any
+) -> Dict[str, Any]:
+    """`crf_tagger_score` (the same keys and values), plus the calibration of
+    the probabilities the component stored, where the predicted docs carry
+    them:
+
+    - confidence_ece, confidence_brier: with store_confidence, the expected
+      calibration error (15 equal-width bins) and Brier score of
+      token._.crf_confidence, the probability of each token's predicted
+      label, against whether it equals the gold label (tokens with a gold
+      label only);
+    - ents_prob_ece, ents_prob_brier: target "ents" with store_entity_probs,
+      those of span._.crf_prob of each predicted entity against whether
+      exactly that span and label is a gold entity (judged as ents_p is).
+
+    Keys whose probabilities no predicted doc carries are left out; a key
+    is None where no prediction could be judged. See spacy_crf.calibration.
+
+    examples (Iterable[Example]): the predicted and gold docs.
+    target (str): the attribute the component writes.
+    RETURNS (Dict[str, Any]): e.g. {"tag_acc": 0.95, "confidence_ece": 0.02,
+        "confidence_brier": 0.04}.
+    """
+    examples = list(examples)
+    scores = crf_tagger_score(examples, target=target, **kwargs)
+    scores.update(calibration_scores(examples, target=target, constraints=kwargs.get("constraints", "auto")))
+    return scores
+
+
+def calibration_scores(
+    examples: Iterable[Example], *, target: str = "tag", constraints: str = "auto"
+) -> Dict[str, Optional[float]]:
+    """The calibration keys of `crf_tagger_score_v2` alone.
+
+    examples (Iterable[Example]): the predicted and gold docs.
+    target (str): the attribute the component writes.
+    constraints (str): the component's setting: the tag scheme of target
+        "ents" ("auto" is BILUO).
+    RETURNS (Dict[str, Optional[float]]): confidence_ece/_brier where a
+        predicted token has token._.crf_confidence, ents_prob_ece/_brier
+        where a predicted entity has span._.crf_prob; else nothing.
+    """
+    scheme = "BILUO" if constraints == "auto" else constraints  # read by target "ents" only
+    tokens: List[Outcomes] = []
+    entities: List[Outcomes] = []
+    has_confidence = has_probs = False
+    read_confidence = Token.has_extension("crf_confidence")
+    read_probs = target == "ents" and Span.has_extension("crf_prob")
+    for eg in examples:
+        doc = eg.predicted
+        if read_confidence:
+            probs = [token._.crf_confidence for token in doc]
+            if any(p is not None for p in probs):
+                has_confidence = True
+                predicted = TARGETS[target].predicted_values(doc, scheme)
+                tokens.append(token_outcomes(probs, predicted, TARGETS[target].gold_values(eg, scheme)))
+        if read_probs:
+            spans = [(ent.start, ent.end, ent.label_, ent._.crf_prob) for ent in doc.ents]
+            spans = [span for span in spans if span[3] is not None]
+            if spans:
+                has_probs = True
+                entities.append(entity_outcomes(eg, spans))
+    scores: Dict[str, Optional[float]] = {}
+    if has_confidence:
+        metrics = Outcomes.join(tokens).metrics(N_BINS)
+        scores.update(confidence_ece=metrics["ece"], confidence_brier=metrics["brier"])
+    if has_probs:
+        metrics = Outcomes.join(entities).metrics(N_BINS)
+        scores.update(ents_prob_ece=metrics["ece"], ents_prob_brier=metrics["brier"])
+    return scores
+
+
 @registry.scorers("spacy_crf.crf_tagger_scorer.v1")
 def make_crf_tagger_scorer() -> Callable[..., Dict[str, Any]]:
     return crf_tagger_score
+
+
+@registry.scorers("spacy_crf.crf_tagger_scorer.v2")
+def make_crf_tagger_scorer_v2() -> Callable[..., Dict[str, Any]]:
+    """`.v1` plus confidence_ece/_brier and ents_prob_ece/_brier where the
+    predicted docs carry probabilities (store_confidence, store_entity_probs)."""
+    return crf_tagger_score_v2

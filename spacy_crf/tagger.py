@@ -4,6 +4,7 @@ turns docs into CRF scores and decodes them; the target (spacy_crf.targets)
 says what the labels mean."""
 import copy
 import functools
+import math
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
@@ -112,6 +113,7 @@ class CRFPrediction(NamedTuple):
         "ents_threshold": 0.0,
         "candidates_key": None,
         "candidates_threshold": 0.5,
+        "incorrect_spans_key": None,
         "constraints": "auto",
         "threads": 0,
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
@@ -140,6 +142,7 @@ def make_crf_tagger(
     ents_threshold: float,
     candidates_key: Optional[str],
     candidates_threshold: float,
+    incorrect_spans_key: Optional[str],
     constraints: str,
     threads: int,
     scorer: Optional[Callable],
@@ -171,6 +174,10 @@ def make_crf_tagger(
         posterior is at least candidates_threshold, decoded or not, as a
         SpanGroup in doc.spans[candidates_key] with attrs["scores"].
     candidates_threshold (float): the least posterior of a candidate.
+    incorrect_spans_key (Optional[str]): target "ents": in training, the
+        spans in the reference doc's doc.spans[incorrect_spans_key] are known
+        not to be entities of their label (an annotator's rejections, as for
+        spaCy's ner): the paths that contain one are left out of the gold sum.
     constraints (str): "none", or a tag scheme ("BIO"/"IOB2", "BILUO",
         "IOBES") whose invalid transitions get probability exactly 0; "auto"
         is "BILUO" for target "ents" and "none" otherwise.
@@ -195,10 +202,21 @@ def make_crf_tagger(
         ents_threshold=ents_threshold,
         candidates_key=candidates_key,
         candidates_threshold=candidates_threshold,
+        incorrect_spans_key=incorrect_spans_key,
         constraints=constraints,
         threads=threads,
         scorer=scorer,
     )
+
+
+def _checked_temperature(value: Any, name: str) -> float:
+    """The temperature as a float, or ValueError E024 unless it is a finite
+    real number > 0 (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, numpy.integer, numpy.floating)):
+        raise ValueError(Errors.E024.format(name=name, value=value))
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(Errors.E024.format(name=name, value=value))
+    return float(value)
 
 
 def _in_torch_threads(method: F) -> F:
@@ -234,6 +252,7 @@ class CRFTagger(TrainablePipe):
         ents_threshold: float = 0.0,
         candidates_key: Optional[str] = None,
         candidates_threshold: float = 0.5,
+        incorrect_spans_key: Optional[str] = None,
         constraints: str = "auto",
         threads: int = 0,
         scorer: Optional[Callable] = crf_tagger_score,
@@ -247,7 +266,9 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError(Errors.E018.format(name=name, threads=threads))
-        asks_spans = store_entity_probs or ents_threshold > 0 or candidates_key is not None
+        asks_spans = (
+            store_entity_probs or ents_threshold > 0 or candidates_key is not None or incorrect_spans_key is not None
+        )
         if asks_spans and target != "ents":
             raise ValueError(Errors.E020.format(name=name, target=target))
         if not 0.0 <= ents_threshold <= 1.0:
@@ -272,7 +293,10 @@ class CRFTagger(TrainablePipe):
             "ents_threshold": ents_threshold,
             "candidates_key": candidates_key,
             "candidates_threshold": candidates_threshold,
+            "incorrect_spans_key": incorrect_spans_key,
             "constraints": constraints,
+            # learned after training, like the labels: see `temperature`
+            "temperature": 1.0,
         }
         self.cfg = dict(sorted(cfg.items()))
 
@@ -280,6 +304,29 @@ class CRFTagger(TrainablePipe):
     def labels(self) -> Tuple[str, ...]:
         """RETURNS (Tuple[str]): the labels, in the order of the CRF's columns."""
         return tuple(self.cfg["labels"])
+
+    @property
+    def temperature(self) -> float:
+        """The temperature tau of the CRF's probabilities, saved in cfg with
+        the component (a pipeline saved without it reads 1.0).
+
+        Every probability the component gives (marginals, store_confidence,
+        entity posteriors, candidates, ents_threshold, n-best, uncertainty)
+        is that of P_tau(y | x), proportional to exp(Score(x, y) / tau):
+        tau > 1 softens them, tau < 1 sharpens them. The decoded labels never
+        change. `python -m spacy_crf calibrate` fits it on annotated docs.
+
+        RETURNS (float): tau > 0; 1.0, the model's own probabilities, by default.
+        """
+        return float(self.cfg.get("temperature", 1.0))
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        """Set the temperature.
+
+        value (float): a finite number > 0; anything else raises E024.
+        """
+        self.cfg["temperature"] = _checked_temperature(value, self.name)
 
     @property
     def label_data(self) -> Tuple[str, ...]:
@@ -515,7 +562,7 @@ class CRFTagger(TrainablePipe):
         """The model's scores for the docs, long docs window by window."""
         if torch_network(self.model) is None:
             raise ValueError(Errors.E009.format(name=self.name))
-        return DocScores(self.model, list(docs), window=self.cfg.get("window") or 0)
+        return DocScores(self.model, list(docs), window=self.cfg.get("window") or 0, temperature=self.temperature)
 
     # Training
 
@@ -566,7 +613,9 @@ class CRFTagger(TrainablePipe):
         """The CRF negative log-likelihood of the gold labels and its gradient.
 
         Tokens without a gold label (missing or misaligned) allow every label;
-        a negative label "!TAG" rules TAG out; a doc with no known label adds 0.
+        a negative label "!TAG" rules TAG out; with incorrect_spans_key, the
+        reference's rejected spans are ruled out as entities of their label;
+        a doc with none of these adds 0.
 
         examples (Iterable[Example]): the batch.
         scores (CRFBatch): the model's output for the batch.
@@ -581,11 +630,37 @@ class CRFTagger(TrainablePipe):
                 raise ValueError(Errors.E003.format(name=self.name, label=unknown[0], n_labels=len(self.labels)))
             gold.append(ids)
             excluded.append(excluded_ids)
-        loss, d_scores = crf_batch_loss(scores, gold, excluded)
+        rejected, patterns = self._rejected_spans(examples)
+        loss, d_scores = crf_batch_loss(scores, gold, excluded, rejected, patterns)
         if not numpy.isfinite(loss):
             what = "The loss" if scores.is_finite() else "The model's scores (emissions or transitions)"
             raise ValueError(Errors.E006.format(what=what, name=self.name))
         return loss, d_scores
+
+    def _rejected_spans(
+        self, examples: Sequence[Example]
+    ) -> Tuple[Optional[List[List[Tuple[int, int, int]]]], Optional[List[Tuple[int, int, int, int, int]]]]:
+        """Per example, the reference's rejected spans (doc.spans[incorrect_spans_key])
+        aligned to the predicted tokens, as (start, end, type index); and the
+        entity patterns. A rejected span that is also a gold entity (a
+        contradiction: the gold wins), that does not align, or whose label is
+        not an entity type of the component is left out. (None, None) without
+        the setting."""
+        key = self.cfg.get("incorrect_spans_key")
+        if key is None:
+            return None, None
+        types, patterns = span_patterns(self.labels, self._scheme)
+        index = {kind: i for i, kind in enumerate(types)}
+        rejected = []
+        for eg in examples:
+            group = eg.reference.spans.get(key, [])
+            spans = eg.get_aligned_spans_y2x(group, allow_overlap=True) if len(group) else []
+            gold = {(e.start, e.end, e.label_) for e in eg.get_aligned_spans_y2x(eg.reference.ents)}
+            rejected.append([
+                (span.start, span.end, index[span.label_]) for span in spans
+                if span.label_ in index and (span.start, span.end, span.label_) not in gold
+            ])
+        return rejected, patterns
 
     # Serialization: to_bytes/to_disk are spaCy's; loading is checked first
     # and leaves the component unchanged on failure.
@@ -641,10 +716,16 @@ class CRFTagger(TrainablePipe):
                 raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
         if cfg is not None and not (isinstance(cfg, dict) and isinstance(cfg.get("labels", []), list)):
             raise ValueError(Errors.E007.format(name=self.name, reason="invalid cfg"))
+        if cfg is not None:
+            try:
+                _checked_temperature(cfg.get("temperature", 1.0), self.name)
+            except ValueError as e:
+                raise ValueError(Errors.E007.format(name=self.name, reason=str(e))) from e
         backup_cfg, backup_model = copy.deepcopy(self.cfg), self.model.to_bytes()
         try:
             if cfg is not None:
-                self.cfg.update(cfg)
+                # saved before spacy-crf had temperatures: the model's own probabilities
+                self.cfg.update({"temperature": 1.0, **cfg})
                 self.cfg.pop("input_width", None)  # saved by spacy-crf 0.1.0
             if msg is not None:
                 self._forget_output_sizes()

@@ -5,8 +5,9 @@ spaCy's morphologizer format) or "ents" (doc.ents through the tags of an entity
 scheme).
 
 A target says which labels the training data has, what each token's gold
-value is, and how predicted labels are written to the docs. Gold values are
-strings per predicted token: a label, "" where unknown (missing or
+value is, how predicted labels are written to the docs and how they are read
+back (`predicted_values`, which calibration metrics compare with the gold).
+Gold values are strings per predicted token: a label, "" where unknown (missing or
 misaligned: the loss sums over every label there) or "!LABEL" (spaCy's
 negative label: LABEL is ruled out). Pure Python and numpy, no torch.
 """
@@ -20,7 +21,7 @@ from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.strings import StringStore
 from spacy.tokens import Doc, Span
 from spacy.training import Example, biluo_tags_to_spans
-from spacy.training.iob_utils import tags_to_entities
+from spacy.training.iob_utils import doc_to_biluo_tags, tags_to_entities
 from spacy.vocab import Vocab
 
 from .errors import Errors
@@ -64,6 +65,12 @@ class TokenTarget:
         """One gold value per predicted token ("" unknown, "!L" excluded)."""
         return [value or "" for value in example.get_aligned(self.gold_attr, as_string=True)]
 
+    def predicted_values(self, doc: Doc, scheme: str) -> List[str]:
+        """The label each token has in the doc, "" where unset: what
+        `gold_values` is compared with."""
+        attr = self.name + "_"
+        return [getattr(token, attr) for token in doc]
+
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
         ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
@@ -97,6 +104,13 @@ class EntityTarget:
 
     def gold_values(self, example: Example, scheme: str) -> List[str]:
         return gold_entity_tags(example, scheme)
+
+    def predicted_values(self, doc: Doc, scheme: str) -> List[str]:
+        """The tag of the scheme of each token from doc.ents; "O" outside
+        every entity, whether or not the token's IOB is set (`write` leaves
+        it unset there)."""
+        rename = _RENAME[scheme]
+        return [tag if tag == "O" else f"{rename[tag[0]]}{tag[1:]}" for tag in doc_to_biluo_tags(doc)]
 
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
@@ -152,6 +166,10 @@ class JointTarget:
         tags = example.get_aligned("TAG", as_string=True)
         poses = example.get_aligned("POS", as_string=True)
         return [self._pair(tag, pos) for tag, pos in zip(tags, poses)]
+
+    def predicted_values(self, doc: Doc, scheme: str) -> List[str]:
+        """The "TAG|UPOS" pair of each token, "" where either is unset."""
+        return [self._pair(token.tag_, token.pos_) for token in doc]
 
     def _pair(self, tag: str, pos: str) -> str:
         if not tag or not pos or tag.startswith("!") or pos.startswith("!"):
@@ -212,6 +230,10 @@ class MorphTarget:
                 values.append(normalize_morph(morph))
         return values
 
+    def predicted_values(self, doc: Doc, scheme: str) -> List[str]:
+        """The analysis of each token ("_" for no features), "" where unset."""
+        return [normalize_morph(morph) if morph else "" for morph in doc_morphs(doc)]
+
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
         ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
@@ -269,6 +291,10 @@ class PosMorphTarget:
         poses = example.get_aligned("POS", as_string=True)
         morphs = example.get_aligned("MORPH", as_string=True)
         return [self._bundle(pos, morph) for pos, morph in zip(poses, morphs)]
+
+    def predicted_values(self, doc: Doc, scheme: str) -> List[str]:
+        """The bundle of each token, "" where its pos or morph is unset."""
+        return [self._bundle(token.pos_, morph) for token, morph in zip(doc, doc_morphs(doc))]
 
     def _bundle(self, pos: str, morph: str) -> str:
         if not pos or not morph or pos.startswith("!") or morph.startswith("!"):

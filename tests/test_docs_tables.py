@@ -43,3 +43,25 @@ def test_tables_are_filled_from_outputs_and_others_left_alone(tmp_path):
     assert main(["--root", str(tmp_path), "--check"]) == 0  # idempotent
     (tmp_path / "README.md").write_text("<!-- results:start -->\nold\n<!-- results:end -->\n")
     assert main(["--root", str(tmp_path), "--check"]) == 1
+
+
+def test_morph_and_rejected_spans_tables(tmp_path):
+    from scripts.docs_tables import morph, rejected_spans
+
+    assert morph(tmp_path) is None and rejected_spans(tmp_path) is None
+    folder = tmp_path / "metrics" / "morph" / "tr_x"
+    write(folder / "cpu_morph.json", {"pos_acc": 0.9, "morph_acc": 0.85})
+    write(folder / "cpu_morph-speed.json", {"words_per_second": 1000, "environment": ENV})
+    table = morph(tmp_path)
+    assert "Some CPU (2 logical CPUs)" in table and "### tr_x" in table
+    assert "| 90.00 | 85.00 |" in table
+    scores = {"ents_p": 80.0, "ents_r": 70.0, "ents_f": 74.67}
+    write(tmp_path / "metrics" / "ner" / "rejected_spans.json", {
+        "config": "configs/ner.cfg", "train_docs": 100, "annotated_docs": 20, "rejection_docs": 80,
+        "rejected_spans": 55, "gold_entities_in_rejection_docs": 300, "weak_steps": 10,
+        "weak_model": {"ents_f": 50.0}, "steps": 20, "without": scores,
+        "with": {**scores, "ents_f": 76.0}, "ents_f_gain": 1.33,
+    })
+    table = rejected_spans(tmp_path)
+    assert "| annotated docs + the others' rejected spans | 80.00 | 70.00 | 76.00 |" in table
+    assert "F1 gain from the rejections: +1.33." in table

@@ -411,3 +411,29 @@ def test_morph_configs_take_the_treebanks_language(lang):
         nlp = spacy.util.load_model_from_config(config)
         assert nlp.lang == lang, path.name
         assert [t.text for t in nlp.make_doc("Evdeki kitabı okudum.")][-1] == "."
+
+
+@pytest.mark.slow
+def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
+    """scripts.rejected_spans on a tiny entity corpus: three real trainings,
+    the with/without scores and the setup in its JSON."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from .test_entities import NER_DATA
+
+    nlp = spacy.blank("en")
+    docs = [Example.from_dict(nlp.make_doc(text), {"entities": ents}).reference for text, ents in NER_DATA * 4]
+    DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
+    DocBin(docs=docs[:3]).to_disk(tmp_path / "dev.spacy")
+    output = tmp_path / "result.json"
+    run([sys.executable, "-m", "scripts.rejected_spans", str(tmp_path / "train.spacy"), str(tmp_path / "dev.spacy"),
+         "--config", str(ROOT / "configs" / "ner.cfg"), "--annotated", "0.25", "--weak-steps", "4", "--steps", "4",
+         "--workdir", str(tmp_path / "work"), "--output", str(output)], cwd=ROOT)
+    record = json.loads(output.read_text())
+    assert record["train_docs"] == 12 and record["annotated_docs"] == 3 and record["rejection_docs"] == 9
+    assert record["rejected_spans"] >= 0 and record["gold_entities_in_rejection_docs"] == 15
+    for name in ("without", "with", "weak_model"):
+        assert 0.0 <= record[name]["ents_f"] <= 100.0
+    assert record["ents_f_gain"] == pytest.approx(record["with"]["ents_f"] - record["without"]["ents_f"], abs=0.011)

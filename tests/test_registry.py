@@ -16,6 +16,7 @@ REGISTERED = [
     ("architectures", "spacy_crf.HashCharEmbed.v4"),
     ("architectures", "spacy_crf.CharCNN.v1"),
     ("scorers", "spacy_crf.crf_tagger_scorer.v1"),
+    ("scorers", "spacy_crf.crf_tagger_scorer.v2"),
 ]
 
 
@@ -38,7 +39,8 @@ def test_entry_points_work_without_importing_spacy_crf():
         " ('architectures', 'spacy_crf.HashCharEmbed.v1'),"
         " ('architectures', 'spacy_crf.HashCharEmbed.v4'),"
         " ('architectures', 'spacy_crf.CharCNN.v1'),"
-        " ('scorers', 'spacy_crf.crf_tagger_scorer.v1')]:\n"
+        " ('scorers', 'spacy_crf.crf_tagger_scorer.v1'),"
+        " ('scorers', 'spacy_crf.crf_tagger_scorer.v2')]:\n"
         "    getattr(spacy.registry, kind).get(name)\n"
         "print(nlp.pipe_names)\n"
     )

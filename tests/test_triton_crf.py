@@ -89,7 +89,7 @@ def partial_labels(seed, scores):
 
 def reference(scores, allowed, weights):
     """Float64 torch results for float32 inputs: NLL, its gradients, log Z, marginals."""
-    leaves = [x.detach().cpu().double().requires_grad_(True) for x in (scores[0], *scores[2:])]
+    leaves = [x.detach().cpu().double().requires_grad_(True) for x in (scores[0], *scores[2:5])]
     exact = CRFScores(leaves[0], scores.mask.cpu(), *leaves[1:])
     nll = crf.negative_log_likelihood(exact, allowed.cpu())
     grads = torch.autograd.grad((nll * weights.double()).sum(), leaves)
@@ -97,7 +97,7 @@ def reference(scores, allowed, weights):
 
 
 def kernel_results(scores, allowed, weights):
-    leaves = [x.detach().to(DEVICE).requires_grad_(True) for x in (scores[0], *scores[2:])]
+    leaves = [x.detach().to(DEVICE).requires_grad_(True) for x in (scores[0], *scores[2:5])]
     kernel = CRFScores(leaves[0], scores.mask.to(DEVICE), *leaves[1:])
     assert dispatch.use_kernels(kernel.emissions, kernels="triton")
     nll = negative_log_likelihood(kernel, allowed.to(DEVICE), kernels="triton")

@@ -5,7 +5,13 @@ time loop); each chunk is a row of the padded batch, in doc order. A `CRFBatch`
 carries the rows' scores with the doc and chunk lengths, so it alone maps rows
 back to docs: every method returns one host array (or list) per doc, after one
 device-to-host copy per batch.
+
+A batch also carries the temperature of its probabilities (see `temper`):
+decoding reads the scores as they are, every probability (marginals,
+confidences, span posteriors, n-best and best-path probabilities, entropies,
+the NLL) the tempered scores, so a temperature never changes a decoded path.
 """
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
@@ -17,6 +23,7 @@ from ..nn import (
     NEG_INF,
     CRFScores,
     all_span_log_probs,
+    crf_loss,
     forward_backward,
     log_partition,
     marginals,
@@ -95,6 +102,32 @@ def grid_index(lengths: Sequence[int], width: int) -> numpy.ndarray:
     return rows * width + (numpy.arange(total) - starts)
 
 
+def temper(scores: CRFScores, temperature: float) -> CRFScores:
+    """The scores of P_tau(y | x), proportional to exp(Score(x, y) / tau):
+    emissions, transitions, start and end divided by the temperature.
+
+    A forbidden entry (NEG_INF, log 0) stays NEG_INF, so a path the
+    constraints rule out keeps probability exactly 0; a class-factored matrix
+    stays factored (it is scaled as a whole), and the `classes` field is kept.
+    Dividing by tau > 0 keeps the order of every two paths' scores, so the
+    Viterbi path and the n-best order are those of the scores themselves.
+
+    scores (CRFScores): the scores; the mask and classes are kept as they are.
+    temperature (float): tau > 0; 1.0 returns `scores` itself.
+    RETURNS (CRFScores): the tempered scores, in the scores' dtype.
+    """
+    if temperature == 1.0:
+        return scores
+
+    def scale(x: torch.Tensor) -> torch.Tensor:
+        return torch.where(x > NEG_INF / 2, x / temperature, torch.full_like(x, NEG_INF))
+
+    emissions, _, transitions, start, end, _ = scores
+    return scores._replace(
+        emissions=scale(emissions), transitions=scale(transitions), start=scale(start), end=scale(end)
+    )
+
+
 def merge_nbest(parts: Sequence[Sequence[Ranked]], k: int) -> List[Ranked]:
     """The k best whole paths from the k-best lists of consecutive parts.
 
@@ -120,12 +153,15 @@ class CRFBatch:
     row_lengths (List[int]): tokens per row, the rows of each doc in order
         (an empty doc has one empty row).
     rows_per_doc (List[int]): how many rows each doc has.
+    temperature (float): tau > 0 of the probabilities: every method but the
+        decoding reads `tempered` (see `temper`); 1.0 is the model's own.
     """
 
     scores: CRFScores
     doc_lengths: List[int]
     row_lengths: List[int]
     rows_per_doc: List[int]
+    temperature: float = 1.0
 
     @classmethod
     def from_docs(cls, scores: CRFScores, doc_lengths: Sequence[int], chunk_size: int) -> "CRFBatch":
@@ -149,7 +185,17 @@ class CRFBatch:
 
     def like(self, scores: CRFScores) -> "CRFBatch":
         """A batch of other scores (e.g. their gradient) for the same docs."""
-        return CRFBatch(scores, self.doc_lengths, self.row_lengths, self.rows_per_doc)
+        return CRFBatch(scores, self.doc_lengths, self.row_lengths, self.rows_per_doc, self.temperature)
+
+    def with_temperature(self, temperature: float) -> "CRFBatch":
+        """The same scores and docs, with probabilities at another temperature."""
+        return dataclasses.replace(self, temperature=temperature)
+
+    @property
+    def tempered(self) -> CRFScores:
+        """The scores the probabilities come from: `temper(scores, temperature)`,
+        the scores themselves at temperature 1."""
+        return temper(self.scores, self.temperature)
 
     @property
     def n_labels(self) -> int:
@@ -184,7 +230,7 @@ class CRFBatch:
         if self.scores.emissions.shape[1] == 0:
             return self.decode(), [numpy.zeros((0,)) for _ in self.doc_lengths]
         paths, _ = viterbi_decode(self.scores)
-        confidence = marginals(self.scores).gather(2, paths.unsqueeze(2)).squeeze(2)
+        confidence = marginals(self.tempered).gather(2, paths.unsqueeze(2)).squeeze(2)
         both = torch.stack([paths.to(confidence.dtype), confidence], dim=2).double()
         per_doc = self.split(both.cpu().numpy())  # one device-to-host copy
         return [d[:, 0].astype("int64") for d in per_doc], [d[:, 1] for d in per_doc]
@@ -193,23 +239,24 @@ class CRFBatch:
         """Per doc, the (n_tokens, K) float32 marginal probability of every label."""
         if self.scores.emissions.shape[1] == 0:
             return [numpy.zeros((0, self.n_labels), dtype="float32") for _ in self.doc_lengths]
-        return self.split(marginals(self.scores).float().cpu().numpy())
+        return self.split(marginals(self.tempered).float().cpu().numpy())
 
     def uncertainty(self) -> List[Tuple[float, numpy.ndarray]]:
         """Per doc, the log probability of its best (Viterbi) path and the
         entropy (nats) of each token's marginal distribution: what active
         learning ranks docs by. A doc's rows are independent, so its path's
         log probability is the sum of its rows'; an empty doc has 0.0 and no
-        entropies."""
+        entropies. Both at the batch's temperature: the path is decoded from
+        the scores, its tempered score is its score / tau."""
         if self.scores.emissions.shape[1] == 0:
             return [(0.0, numpy.zeros((0,))) for _ in self.doc_lengths]
         _, best = viterbi_decode(self.scores)
         with torch.no_grad():  # one forward-backward gives log Z and the marginals
-            alphas, betas, log_z = forward_backward(self.scores)
+            alphas, betas, log_z = forward_backward(self.tempered)
         mask = self.scores.mask.unsqueeze(2)
         log_probs = (alphas + betas - log_z[:, None, None]).masked_fill(~mask, 0.0).double()
         entropy = -(log_probs.exp() * log_probs).sum(-1)  # shape: (rows, T)
-        row_log_probs = (best.double() - log_z.double()).clamp_max(0.0)
+        row_log_probs = (best.double() / self.temperature - log_z.double()).clamp_max(0.0)
         host = torch.cat([entropy, row_log_probs[:, None]], dim=1).cpu().numpy()  # one device-to-host copy
         per_doc_entropy = self.split(host[:, :-1])
         row_log_probs = host[:, -1]
@@ -219,16 +266,33 @@ class CRFBatch:
             start += n_rows
         return results
 
+    def negative_log_likelihood(self, gold: Sequence[numpy.ndarray], excluded: Sequence[numpy.ndarray]) -> float:
+        """The summed partial-label NLL of the gold labels at the batch's
+        temperature, as the training loss sums it (no gradient).
+
+        gold (Sequence[ndarray]): per doc, an int64 label id per token; -1
+            where unknown (every label allowed).
+        excluded (Sequence[ndarray]): per doc, an int64 label id per token
+            that the token must not take, or -1.
+        RETURNS (float): the NLL, in nats; 0.0 for docs without a token.
+        """
+        if self.scores.emissions.shape[1] == 0:
+            return 0.0
+        with torch.no_grad():
+            return float(crf_loss(self.tempered, self.to_grid(gold), self.to_grid(excluded)))
+
     def nbest(self, k: int) -> List[List[Ranked]]:
-        """Per doc, its k most probable label paths with their log probabilities."""
+        """Per doc, its k most probable label paths with their log probabilities
+        (at the batch's temperature: the paths and their order are the
+        scores', a path's tempered score is its score / tau)."""
         paths, values = nbest_decode(self.scores, k)
         with torch.no_grad():
-            log_z = log_partition(self.scores)
+            log_z = log_partition(self.tempered)
         # one copy for the paths, one for the scores and log Z
         paths = paths.cpu().numpy()
         host = torch.cat([values, log_z[:, None].to(values.dtype)], dim=1).cpu().numpy()
         values, log_z = host[:, :-1], host[:, -1:]
-        valid, log_probs = values > NEG_INF / 2, values - log_z
+        valid, log_probs = values > NEG_INF / 2, values / self.temperature - log_z
         chunks: List[List[Ranked]] = []
         for row, n in enumerate(self.row_lengths):
             ranked = [
@@ -243,6 +307,37 @@ class CRFBatch:
             per_doc.append(merge_nbest(chunks[start : start + n_rows], k))
             start += n_rows
         return per_doc
+
+    def spans_in_rows(
+        self, spans: Sequence[Sequence[Tuple[int, int, int]]]
+    ) -> Tuple[List[Tuple[int, int, int, int]], List[Tuple[int, int]], numpy.ndarray]:
+        """Doc spans in the rows (chunks) of the batch.
+
+        spans (Sequence[Sequence[Tuple[int, int, int]]]): per doc, spans
+            (start, end exclusive, type) in the doc's tokens.
+        RETURNS (Tuple[list, list, ndarray]): the spans that lie within one
+            row, as (row, first, last inclusive, type) in the row's tokens
+            (a span across a chunk's edge is on no path of any row: left
+            out); for each, (doc, index of the span); and each row's first
+            token's offset in its doc.
+        """
+        first_row = numpy.cumsum([0] + self.rows_per_doc)[:-1]
+        row_offset = numpy.zeros(len(self.row_lengths), dtype="int64")
+        for row, n_rows in zip(first_row, self.rows_per_doc):
+            lengths = self.row_lengths[row : row + n_rows]
+            row_offset[row : row + n_rows] = numpy.cumsum([0] + lengths[:-1])
+        inside: List[Tuple[int, int, int, int]] = []
+        places: List[Tuple[int, int]] = []
+        for doc, doc_spans in enumerate(spans):
+            rows = range(first_row[doc], first_row[doc] + self.rows_per_doc[doc])
+            offsets = row_offset[rows.start : rows.stop]
+            for j, (start, end, kind) in enumerate(doc_spans):
+                row = rows.start + int(numpy.searchsorted(offsets, start, side="right")) - 1
+                offset = int(row_offset[row])
+                if end - offset <= self.row_lengths[row]:
+                    inside.append((row, start - offset, end - 1 - offset, kind))
+                    places.append((doc, j))
+        return inside, places, row_offset
 
     def span_probabilities(
         self,
@@ -287,44 +382,27 @@ class CRFBatch:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1, got {max_length}")
-        # where each doc's rows start, in rows and in the doc's tokens
-        first_row = numpy.cumsum([0] + self.rows_per_doc)[:-1]
+        inside, places, row_offset = self.spans_in_rows(given)
         row_doc = numpy.repeat(numpy.arange(len(self.doc_lengths)), self.rows_per_doc)
-        row_offset = numpy.zeros(len(self.row_lengths), dtype="int64")
-        for row, n_rows in zip(first_row, self.rows_per_doc):
-            lengths = self.row_lengths[row : row + n_rows]
-            row_offset[row : row + n_rows] = numpy.cumsum([0] + lengths[:-1])
-        # the spans within one row: (row, start, end inclusive, type), and
-        # where each one's probability goes
-        inside: List[Tuple[int, int, int, int]] = []
-        places: List[Tuple[int, int]] = []
-        for doc, doc_spans in enumerate(given):
-            rows = range(first_row[doc], first_row[doc] + self.rows_per_doc[doc])
-            offsets = row_offset[rows.start : rows.stop]
-            for j, (start, end, kind) in enumerate(doc_spans):
-                row = rows.start + int(numpy.searchsorted(offsets, start, side="right")) - 1
-                offset = int(row_offset[row])
-                if end - offset <= self.row_lengths[row]:
-                    inside.append((row, start - offset, end - 1 - offset, kind))
-                    places.append((doc, j))
         device = self.scores.emissions.device
         pattern_tensor = torch.from_numpy(pattern_array).to(device)
         parts = []
         n_found = 0
         min_log_prob = None if threshold is None else math.log(threshold)
         search = min_log_prob is not None and n_types > 0 and self.scores.emissions.shape[1] > 0
+        tempered = self.tempered
         with torch.no_grad():
-            passes = forward_backward(self.scores) if inside or search else None
+            passes = forward_backward(tempered) if inside or search else None
             if inside:
                 longest = max(end - start + 1 for _, start, end, _ in inside)
                 spans_tensor = torch.tensor(inside, dtype=torch.long, device=device)
                 log_probs = span_log_probs(
-                    self.scores, spans_tensor, pattern_tensor, max_length=longest, passes=passes
+                    tempered, spans_tensor, pattern_tensor, max_length=longest, passes=passes
                 )
                 parts.append(torch.exp(log_probs).double())
             if search:
                 all_log_probs = all_span_log_probs(
-                    self.scores, pattern_tensor, max_length, min_log_prob=min_log_prob, passes=passes
+                    tempered, pattern_tensor, max_length, min_log_prob=min_log_prob, passes=passes
                 )  # shape: (rows, T, L, n_types)
                 where = (all_log_probs >= min_log_prob).nonzero()  # shape: (M, 4)
                 n_found = where.shape[0]

@@ -18,6 +18,10 @@ span_probabilities) answered per doc. The short docs are scored together in one 
 window of a long doc in a call of its own, decoded and dropped before the
 next, and the windows' results are joined per doc (windows are independent
 CRF sequences, like chunks).
+
+The temperature of the probabilities is applied here, once: every batch that
+`_score` hands out carries it (see `CRFBatch.tempered`), so every method
+below gives probabilities at that temperature and decodes the same paths.
 """
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
@@ -45,12 +49,16 @@ class DocScores:
     docs (Sequence[Doc]): the docs.
     window (int): docs longer than this are scored window by window; 0 never
         splits.
+    temperature (float): tau > 0: the probabilities are those of
+        P_tau(y | x), proportional to exp(Score(x, y) / tau); decoding is not
+        changed by it. 1.0 is the model's own.
     """
 
-    def __init__(self, model: Model, docs: Sequence[Doc], window: int = 0) -> None:
+    def __init__(self, model: Model, docs: Sequence[Doc], window: int = 0, temperature: float = 1.0) -> None:
         self.model = model
         self.docs = list(docs)
         self.window = window
+        self.temperature = temperature
 
     def decode(self) -> List[numpy.ndarray]:
         """Per doc, the Viterbi label ids (int64, one per token)."""
@@ -99,7 +107,7 @@ class DocScores:
         n_types = len(numpy.asarray(patterns, dtype="int64").reshape(-1, 5))
         check_spans(given, [len(doc) for doc in self.docs], n_types)
         results = [SpanProbabilities(numpy.zeros((len(doc_spans),))) for doc_spans in given]
-        for doc_ids, offset, batch in self._parts():
+        for doc_ids, offset, batch in self.parts():
             # the asked spans inside this part, in its docs' offsets
             picked = []
             for i, n in zip(doc_ids, batch.doc_lengths):
@@ -148,7 +156,7 @@ class DocScores:
         spans: List[List[Span]] = [[] for _ in self.docs]
         probs = [SpanProbabilities() for _ in self.docs]
         given: List[List[numpy.ndarray]] = [[] for _ in self.docs]
-        for doc_ids, offset, batch in self._parts():
+        for doc_ids, offset, batch in self.parts():
             if confidence:
                 part_ids, part_confidences = batch.decode_with_confidence()
             else:
@@ -169,15 +177,15 @@ class DocScores:
     def _per_doc(self, method: Callable[[CRFBatch], List[T]]) -> List[List[T]]:
         """`method` on every scored part; per doc, its parts' results in order."""
         results: List[List[T]] = [[] for _ in self.docs]
-        for doc_ids, _, batch in self._parts():
+        for doc_ids, _, batch in self.parts():
             for i, result in zip(doc_ids, method(batch)):
                 results[i].append(result)
         return results
 
-    def _parts(self) -> Iterator[Tuple[List[int], int, CRFBatch]]:
-        """(which docs, the part's first token in its doc, their batch): the
-        short docs together (offset 0), then each window of each long doc
-        alone, one at a time."""
+    def parts(self) -> Iterator[Tuple[List[int], int, CRFBatch]]:
+        """(which docs, the part's first token in its doc, their batch at this
+        object's temperature): the short docs together (offset 0), then each
+        window of each long doc alone, one model call each, one at a time."""
         window = self.window
         short = [i for i, doc in enumerate(self.docs) if not window or len(doc) <= window]
         if short:
@@ -188,10 +196,13 @@ class DocScores:
                     yield [i], start, self._score([doc[start : start + window].as_doc()])
 
     def _score(self, docs: List[Doc]) -> CRFBatch:
+        """The batch of the docs, at this object's temperature."""
         if not any(len(doc) for doc in docs):
             n_labels = self.model.get_ref("output_layer").get_dim("nO")
-            return CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
-        return self.model.predict(docs)
+            batch = CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
+        else:
+            batch = self.model.predict(docs)
+        return batch.with_temperature(self.temperature)
 
 
 def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:

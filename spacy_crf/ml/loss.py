@@ -1,5 +1,5 @@
 """The loss the component calls: CRF negative log-likelihood of a CRFBatch."""
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -9,7 +9,11 @@ from .crf_batch import CRFBatch
 
 
 def crf_batch_loss(
-    batch: CRFBatch, gold: Sequence[numpy.ndarray], excluded: Sequence[numpy.ndarray]
+    batch: CRFBatch,
+    gold: Sequence[numpy.ndarray],
+    excluded: Sequence[numpy.ndarray],
+    rejected: Optional[Sequence[Sequence[Tuple[int, int, int]]]] = None,
+    patterns: Optional[Sequence[Sequence[int]]] = None,
 ) -> Tuple[float, CRFBatch]:
     """The summed partial-label NLL of a batch and its gradient.
 
@@ -18,6 +22,11 @@ def crf_batch_loss(
         the gold label is unknown (every label allowed).
     excluded (Sequence[ndarray]): per doc, an int64 label id per token that the
         token must not take, or -1.
+    rejected (Optional[Sequence[Sequence[Tuple[int, int, int]]]]): per doc,
+        spans (start, end exclusive, type) that are not entities of that type:
+        the paths containing one leave the gold sum (a span across a chunk's
+        edge is on no path: ignored). patterns: the types' label patterns
+        (`spacy_crf.targets.span_patterns`), needed with `rejected`.
     RETURNS (Tuple[float, CRFBatch]): the loss (NaN or inf if the scores are),
         and the gradient with respect to the emissions, transitions, start and
         end (None where fixed), to hand to the model's backprop.
@@ -34,8 +43,18 @@ def crf_batch_loss(
             (end, end.requires_grad),
         ]
     ]
+    rejected_rows = None
+    if rejected is not None and any(rejected):
+        inside, _, _ = batch.spans_in_rows(rejected)
+        device = emissions.device
+        rejected_rows = (
+            torch.tensor(inside, dtype=torch.long, device=device).view(-1, 4),
+            torch.tensor(patterns, dtype=torch.long, device=device).view(-1, 5),
+        )
     with torch.enable_grad():
-        loss = crf_loss(CRFScores(leaves[0], mask, *leaves[1:], classes), gold_grid, excluded_grid)
+        loss = crf_loss(
+            CRFScores(leaves[0], mask, *leaves[1:], classes), gold_grid, excluded_grid, rejected_rows
+        )
         trainable = [leaf for leaf in leaves if leaf.requires_grad]
         grads = iter(torch.autograd.grad(loss, trainable))
     d_scores = [next(grads) if leaf.requires_grad else None for leaf in leaves]

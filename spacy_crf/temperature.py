@@ -1,0 +1,395 @@
+"""Temperature calibration of crf_tagger: fit the temperature tau of its
+probabilities on annotated docs, and measure their calibration before and
+after (`python -m spacy_crf calibrate`).
+
+The component's probabilities are those of P_tau(y | x), proportional to
+exp(Score(x, y) / tau) (see `CRFTagger.temperature`); decoding does not
+depend on tau. The fit minimises the negative log-likelihood of the gold
+labels, summed over the docs with partial labels summed over as in training,
+by a golden-section search over log tau in [LOW, HIGH]: deterministic, and
+the result is never worse on the docs than tau = 1 or the stored value,
+which are tried too. The network runs once: the CRF scores of the docs are
+kept (`GoldScores`), and each tried tau reruns only the CRF's forward pass.
+"""
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy
+import srsly
+from spacy.language import Language
+from spacy.training import Corpus, Example
+
+from .calibration import N_BINS, Outcomes, entity_outcomes, token_outcomes
+from .errors import Errors
+from .ml import CRFBatch, DocScores, torch_network
+from .tagger import CRFTagger
+from .targets import entity_offsets, gold_ids, span_patterns
+from .threads import torch_threads
+
+# the range of the search, and its precision in log tau (0.1 % of tau)
+LOW, HIGH = 0.01, 100.0
+TOLERANCE = 1e-3
+
+
+@dataclass
+class CalibrationReport:
+    """How well the component's probabilities fit annotated docs at one temperature.
+
+    temperature (float): tau.
+    nll (float): the gold labels' negative log-likelihood, in nats per
+        token with a gold label.
+    tokens (Outcomes): each token with a gold label: the probability of its
+        predicted (Viterbi) label, and whether that label is the gold one.
+    entities (Optional[Outcomes]): target "ents": each predicted entity's
+        posterior, and whether exactly that span and label is gold; None
+        for other targets.
+    """
+
+    temperature: float
+    nll: float
+    tokens: Outcomes
+    entities: Optional[Outcomes] = None
+
+    def metrics(self, n_bins: int = N_BINS) -> Dict[str, Optional[float]]:
+        """RETURNS (Dict[str, Optional[float]]): temperature, nll,
+            token_ece, token_brier, token_accuracy and, for entities,
+            ents_ece, ents_brier, ents_precision (None where nothing was judged)."""
+        result: Dict[str, Optional[float]] = {"temperature": self.temperature, "nll": self.nll}
+        result.update({f"token_{key}": value for key, value in self.tokens.metrics(n_bins).items()})
+        if self.entities is not None:
+            metrics = self.entities.metrics(n_bins)
+            result.update(ents_ece=metrics["ece"], ents_brier=metrics["brier"], ents_precision=metrics["accuracy"])
+        return result
+
+
+class GoldScores:
+    """The CRF scores of annotated docs, computed once, with their gold labels:
+    the NLL and the calibration of the predictions at any temperature,
+    without running the network again.
+
+    nlp (Language): the pipeline; the components before `name` annotate the
+        docs first (e.g. the tok2vec a listener reads).
+    name (str): the name of a crf_tagger component of nlp.
+    examples (Iterable[Example]): the annotated docs (e.g. from a spaCy
+        Corpus); their predicted docs are what the component reads.
+    batch_size (int): docs per model call, taken in order of length.
+    """
+
+    def __init__(self, nlp: Language, name: str, examples: Iterable[Example], *, batch_size: int = 64) -> None:
+        tagger = nlp.get_pipe(name)
+        if not isinstance(tagger, CRFTagger):
+            raise ValueError(Errors.E025.format(what=f"component '{name}'", reason="it is not a crf_tagger"))
+        if torch_network(tagger.model) is None:
+            raise ValueError(Errors.E009.format(name=name))
+        self.tagger = tagger
+        self.examples = list(examples)
+        labels, scheme, target = tagger.labels, tagger._scheme, tagger._target
+        upstream = nlp.pipe_names[: nlp.pipe_names.index(name)]
+        docs = [eg.predicted for eg in self.examples]
+        if upstream:
+            with nlp.select_pipes(enable=upstream):
+                docs = list(nlp.pipe(docs, batch_size=batch_size))
+        # per doc, its gold values ("" unknown), label ids (-1 unknown, and
+        # where the model lacks the label) and excluded label ids
+        self.gold_values = [target.gold_values(eg, scheme) for eg in self.examples]
+        self.gold: List[numpy.ndarray] = []
+        self.excluded: List[numpy.ndarray] = []
+        self.n_unknown_labels = 0
+        for values in self.gold_values:
+            ids, excluded, unknown = gold_ids(values, labels)
+            self.gold.append(ids)
+            self.excluded.append(excluded)
+            self.n_unknown_labels += len(unknown)
+        self.n_gold_tokens = int(sum(int((ids >= 0).sum()) for ids in self.gold))
+        # (doc indices, first token of the part in its doc, the part's scores)
+        self.parts: List[Tuple[List[int], int, CRFBatch]] = []
+        order = sorted(range(len(docs)), key=lambda i: len(docs[i]))
+        window = tagger.cfg.get("window") or 0
+        with torch_threads(tagger.threads):
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                scores = DocScores(tagger.model, [docs[i] for i in chunk], window=window)
+                for doc_ids, offset, batch in scores.parts():
+                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
+
+    def nll(self, temperature: float) -> float:
+        """The gold labels' negative log-likelihood at a temperature, summed
+        over the docs (nats), as the training loss sums it: tokens without a
+        gold label (and with a label the model does not have) are summed over.
+
+        temperature (float): tau > 0.
+        RETURNS (float): the NLL.
+        """
+        total = 0.0
+        with torch_threads(self.tagger.threads):
+            for doc_ids, offset, batch in self.parts:
+                ends = [offset + n for n in batch.doc_lengths]
+                gold = [self.gold[i][offset:end] for i, end in zip(doc_ids, ends)]
+                excluded = [self.excluded[i][offset:end] for i, end in zip(doc_ids, ends)]
+                total += batch.with_temperature(temperature).negative_log_likelihood(gold, excluded)
+        return total
+
+    def report(self, temperature: float) -> CalibrationReport:
+        """The NLL per gold token and the calibration of the predictions at a
+        temperature (the predictions themselves do not depend on it).
+
+        temperature (float): tau > 0.
+        RETURNS (CalibrationReport): the NLL, the token outcomes and, for
+            target "ents", the entity outcomes (every entity of the decoded
+            path, whatever ents_threshold says).
+        """
+        labels, scheme = self.tagger.labels, self.tagger._scheme
+        is_ents = self.tagger.cfg["target"] == "ents"
+        types, patterns = span_patterns(labels, scheme) if is_ents else ([], [])
+        type_ids = {kind: i for i, kind in enumerate(types)}
+        n_docs = len(self.examples)
+        ids: List[List[numpy.ndarray]] = [[] for _ in range(n_docs)]
+        probs: List[List[numpy.ndarray]] = [[] for _ in range(n_docs)]
+        spans: List[List[Tuple[int, int, str, float]]] = [[] for _ in range(n_docs)]
+        with torch_threads(self.tagger.threads):
+            for doc_ids, offset, batch in self.parts:
+                tempered = batch.with_temperature(temperature)
+                part_ids, part_probs = tempered.decode_with_confidence()
+                if is_ents:
+                    part_spans = [
+                        [(start, end, type_ids[kind]) for start, end, kind in
+                         entity_offsets([labels[i] for i in path.tolist()], scheme)]
+                        for path in part_ids
+                    ]
+                    given = tempered.span_probabilities(patterns, part_spans)
+                    for i, doc_spans, result in zip(doc_ids, part_spans, given):
+                        spans[i].extend(
+                            (start + offset, end + offset, types[kind], p)
+                            for (start, end, kind), p in zip(doc_spans, result.given.tolist())
+                        )
+                for i, path, doc_probs in zip(doc_ids, part_ids, part_probs):
+                    ids[i].append(path)
+                    probs[i].append(doc_probs)
+        tokens = []
+        for doc_ids, doc_probs, values in zip(ids, probs, self.gold_values):
+            path = numpy.concatenate(doc_ids) if doc_ids else numpy.zeros((0,), dtype="int64")
+            confidence = numpy.concatenate(doc_probs) if doc_probs else numpy.zeros((0,))
+            tokens.append(token_outcomes(confidence.tolist(), [labels[i] for i in path.tolist()], values))
+        entities = None
+        if is_ents:
+            entities = Outcomes.join(entity_outcomes(eg, doc_spans) for eg, doc_spans in zip(self.examples, spans))
+        nll = self.nll(temperature) / max(self.n_gold_tokens, 1)
+        return CalibrationReport(temperature, nll, Outcomes.join(tokens), entities)
+
+
+def golden_section(
+    function: Callable[[float], float], low: float, high: float, *, tolerance: float = TOLERANCE
+) -> Tuple[float, Tuple[float, float]]:
+    """Minimise a function of one variable on [low, high] by golden-section
+    search: exact, to within `tolerance`, for a unimodal function; NaN
+    values count as +inf.
+
+    function (Callable[[float], float]): the function.
+    low (float): the lower end of the interval.
+    high (float): the upper end.
+    tolerance (float): stop when the bracket is narrower than this.
+    RETURNS (Tuple[float, Tuple[float, float]]): the best point evaluated
+        (of equal values, the one closest to 0), and the final bracket: an
+        end still at `low` or `high` means the minimum may lie beyond it.
+    """
+    values: Dict[float, float] = {}
+
+    def f(x: float) -> float:
+        if x not in values:
+            value = float(function(x))
+            values[x] = math.inf if math.isnan(value) else value
+        return values[x]
+
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = low, high
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    while b - a > tolerance:
+        if f(c) <= f(d):
+            b, d = d, c
+            c = b - ratio * (b - a)
+        else:
+            a, c = c, d
+            d = a + ratio * (b - a)
+    f(c)
+    f(d)
+    best = min(values, key=lambda x: (values[x], abs(x)))
+    return best, (a, b)
+
+
+@dataclass
+class TemperatureFit:
+    """A fitted temperature.
+
+    temperature (float): the tau of least NLL found.
+    nll (Dict[float, float]): the summed NLL at every tau tried.
+    at_edge (bool): whether tau is at an end of the searched range (the
+        NLL may fall further outside it).
+    """
+
+    temperature: float
+    nll: Dict[float, float] = field(default_factory=dict)
+    at_edge: bool = False
+
+
+def fit_temperature(
+    nll: Callable[[float], float],
+    *,
+    low: float = LOW,
+    high: float = HIGH,
+    tolerance: float = TOLERANCE,
+    candidates: Sequence[float] = (1.0,),
+) -> TemperatureFit:
+    """The temperature of least NLL: a golden-section search over log tau in
+    [low, high], and the candidates (tau = 1 by default), whichever is best;
+    a tie goes to the candidate, then to the tau closest to 1.
+
+    nll (Callable[[float], float]): the NLL at a temperature, e.g.
+        `GoldScores.nll`.
+    low (float): the least tau searched, > 0.
+    high (float): the largest.
+    tolerance (float): the search's precision, in log tau.
+    candidates (Sequence[float]): taus also tried.
+    RETURNS (TemperatureFit): tau, the NLL at each tau tried, and whether
+        the search ended at an end of its range.
+    """
+    if not 0 < low < high:
+        raise ValueError(f"the search range must have 0 < low < high, got [{low}, {high}]")
+    values: Dict[float, float] = {}
+
+    def at(tau: float) -> float:
+        if tau not in values:
+            value = float(nll(tau))
+            values[tau] = math.inf if math.isnan(value) else value
+        return values[tau]
+
+    log_low, log_high = math.log(low), math.log(high)
+    best_log, bracket = golden_section(lambda x: at(math.exp(x)), log_low, log_high, tolerance=tolerance)
+    searched = math.exp(best_log)
+    ranked = [(at(tau), 0, abs(math.log(tau)), tau) for tau in candidates]
+    ranked.append((at(searched), 1, abs(best_log), searched))
+    best = min(ranked)[3]
+    at_edge = best == searched and (bracket[0] == log_low or bracket[1] == log_high)
+    return TemperatureFit(best, dict(sorted(values.items())), at_edge)
+
+
+@dataclass
+class CalibrationResult:
+    """What `calibrate` did.
+
+    name (str): the component calibrated.
+    before (CalibrationReport): at the temperature the pipeline had.
+    after (CalibrationReport): at the fitted temperature.
+    fit (TemperatureFit): the search.
+    n_docs (int): annotated docs read.
+    n_gold_tokens (int): tokens with a gold label the model has.
+    n_unknown_labels (int): tokens whose gold label the model does not have
+        (summed over in the NLL, wrong predictions in ECE and Brier).
+    written (Optional[Path]): where the pipeline was saved, None if nowhere.
+    """
+
+    name: str
+    before: CalibrationReport
+    after: CalibrationReport
+    fit: TemperatureFit
+    n_docs: int
+    n_gold_tokens: int
+    n_unknown_labels: int
+    written: Optional[Path] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """RETURNS (Dict[str, Any]): JSON-able numbers."""
+        return {
+            "component": self.name,
+            "temperature": self.after.temperature,
+            "before": self.before.metrics(),
+            "after": self.after.metrics(),
+            "at_edge": self.fit.at_edge,
+            "docs": self.n_docs,
+            "gold_tokens": self.n_gold_tokens,
+            "unknown_labels": self.n_unknown_labels,
+            "written": None if self.written is None else str(self.written),
+        }
+
+
+def crf_tagger_name(nlp: Language, component: Optional[str] = None) -> str:
+    """The crf_tagger component to calibrate: `component`, or the pipeline's
+    only one (ValueError E025 if it has none or several)."""
+    names = [name for name, proc in nlp.pipeline if isinstance(proc, CRFTagger)]
+    if component is not None:
+        if component not in names:
+            raise ValueError(Errors.E025.format(
+                what=f"component '{component}'", reason=f"the pipeline's crf_tagger components are {names}"
+            ))
+        return component
+    if len(names) != 1:
+        raise ValueError(Errors.E025.format(
+            what="the pipeline", reason=f"it has {len(names)} crf_tagger components {names}: name one (--component)"
+        ))
+    return names[0]
+
+
+def calibrate(
+    model: Union[str, Path],
+    dev_path: Union[str, Path],
+    *,
+    output: Optional[Union[str, Path]] = None,
+    gold_preproc: bool = False,
+    component: Optional[str] = None,
+    batch_size: int = 64,
+    write: bool = True,
+    nlp: Optional[Language] = None,
+) -> CalibrationResult:
+    """Fit the temperature of a pipeline's crf_tagger on annotated docs and
+    save it in the component's cfg.
+
+    model (Union[str, Path]): the pipeline, a folder or an installed package.
+    dev_path (Union[str, Path]): the annotated docs, a .spacy file (or a
+        folder of them), read as `spacy evaluate` reads them.
+    output (Optional[Union[str, Path]]): save the calibrated pipeline here;
+        None rewrites the component's cfg in the folder `model`.
+    gold_preproc (bool): read the docs on their gold tokens, one sentence
+        per doc (as `spacy evaluate --gold-preproc`).
+    component (Optional[str]): the component's name; None for the
+        pipeline's only crf_tagger.
+    batch_size (int): docs per model call.
+    write (bool): False fits and reports without saving anything.
+    nlp (Optional[Language]): the pipeline already loaded from `model`.
+    RETURNS (CalibrationResult): the temperatures, the metrics before and
+        after, and where the pipeline was saved.
+    """
+    import spacy
+
+    if nlp is None:
+        nlp = spacy.load(model)
+    name = crf_tagger_name(nlp, component)
+    tagger = nlp.get_pipe(name)
+    cfg_file = Path(model) / name / "cfg"
+    if write and output is None and not ((Path(model) / "config.cfg").is_file() and cfg_file.is_file()):
+        raise ValueError(Errors.E025.format(
+            what=f"component '{name}'", reason=f"'{model}' is not a pipeline folder with a saved "
+            f"'{name}' to update in place: pass --output to save the calibrated pipeline elsewhere",
+        ))
+    examples = list(Corpus(dev_path, gold_preproc=gold_preproc)(nlp))
+    scores = GoldScores(nlp, name, examples, batch_size=batch_size)
+    if not scores.n_gold_tokens:
+        raise ValueError(Errors.E025.format(
+            what=f"component '{name}'", reason=f"the docs in '{dev_path}' have no gold label "
+            f"of its target '{tagger.cfg['target']}' among its labels",
+        ))
+    previous = tagger.temperature
+    fit = fit_temperature(scores.nll, candidates=sorted({1.0, previous}))
+    before, after = scores.report(previous), scores.report(fit.temperature)
+    written = None
+    if write:
+        tagger.temperature = fit.temperature
+        if output is not None:
+            written = Path(output)
+            nlp.to_disk(written)
+        else:
+            srsly.write_json(cfg_file, tagger.cfg)  # what the component's to_disk writes as "cfg"
+            written = Path(model)
+    return CalibrationResult(
+        name, before, after, fit, len(examples), scores.n_gold_tokens, scores.n_unknown_labels, written
+    )
