@@ -14,6 +14,7 @@ import argparse
 import io
 import json
 import re
+import shutil
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -209,7 +210,8 @@ def morph(root: Path) -> Optional[str]:
         return None
     speeds = [load(path) for folder in folders for path in sorted(folder.glob("*-speed.json"))]
     parts = [environment_line(*speeds) + " Words/s: `nlp.pipe` of the dev words, one thread; train time: "
-             "`spacy train` wall time, one thread, the machine otherwise lightly loaded."]
+             "`spacy train` wall time, one thread, never beside another training (lighter work, such as tests, "
+             "ran on the second core)."]
     for folder in folders:
         parts.append("\n".join(morph_treebank_table(metrics, folder.name)))
     return "\n\n".join(parts)
@@ -235,8 +237,42 @@ def rejected_spans(root: Path) -> Optional[str]:
     return head + "\n\n" + "\n".join(lines) + f"\n\nF1 gain from the rejections: {r['ents_f_gain']:+.2f}."
 
 
+def calibration(root: Path) -> Optional[str]:
+    """metrics/calibration/reliability_*.json: the project's `calibrate` command."""
+    records = {path.stem[len("reliability_"):]: load(path)
+               for path in sorted((root / "metrics" / "calibration").glob("reliability_*.json"))}
+    if not records:
+        return None
+    lines = ["| model | probabilities | measured on | n | tau | ECE before | ECE after | Brier before | Brier after |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in records.items():
+        for kind, label in (("tokens", "token marginals (predicted label)"), ("entities", "entity posteriors")):
+            if kind not in r:
+                continue
+            before, after = r[kind]["before"], r[kind]["after"]
+            lines.append(
+                f"| `{name}` | {label} | {Path(r['dev']).name} | {after['n']:,} | {after['temperature']:.2f} "
+                f"| {before['ece']:.4f} | {after['ece']:.4f} | {before['brier']:.4f} | {after['brier']:.4f} |"
+            )
+    images = [f"![reliability diagram of {name}](images/reliability_{name}.png)" for name in records
+              if (root / "metrics" / "calibration" / f"reliability_{name}.png").exists()]
+    return "ECE: 15 equal-width bins.\n\n" + "\n".join(lines) + ("\n\n" + "\n".join(images) if images else "")
+
+
+def copy_images(root: Path) -> None:
+    """The calibrate command's reliability diagrams, into docs/images/."""
+    images = sorted((root / "metrics" / "calibration").glob("reliability_*.png"))
+    if images:
+        (root / "docs" / "images").mkdir(parents=True, exist_ok=True)
+    for image in images:
+        target = root / "docs" / "images" / image.name
+        if not target.exists() or target.read_bytes() != image.read_bytes():
+            shutil.copyfile(image, target)
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "calibration": calibration,
     "rejected-spans": rejected_spans,
     "morph": morph,
     "paired-tests": paired_tests,
@@ -267,6 +303,8 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if a page would change")
     args = parser.parse_args(argv)
     tables = {name: render(args.root) for name, render in RENDERERS.items()}
+    if not args.check:
+        copy_images(args.root)
     changed = []
     for page in PAGES:
         path = args.root / page
