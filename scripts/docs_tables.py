@@ -243,16 +243,19 @@ def calibration(root: Path) -> Optional[str]:
                for path in sorted((root / "metrics" / "calibration").glob("reliability_*.json"))}
     if not records:
         return None
-    lines = ["| model | probabilities | measured on | n | tau | ECE before | ECE after | Brier before | Brier after |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | probabilities | measured on | n | tau | ECE before | ECE after | Brier before | Brier after "
+             "| precision of p >= 0.9 (n), after |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in records.items():
         for kind, label in (("tokens", "token marginals (predicted label)"), ("entities", "entity posteriors")):
             if kind not in r:
                 continue
             before, after = r[kind]["before"], r[kind]["after"]
+            at = (after.get("precision_at") or {}).get("0.9") or {}
+            high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
             lines.append(
                 f"| `{name}` | {label} | {Path(r['dev']).name} | {after['n']:,} | {after['temperature']:.2f} "
-                f"| {before['ece']:.4f} | {after['ece']:.4f} | {before['brier']:.4f} | {after['brier']:.4f} |"
+                f"| {before['ece']:.4f} | {after['ece']:.4f} | {before['brier']:.4f} | {after['brier']:.4f} | {high} |"
             )
     images = [f"![reliability diagram of {name}](images/reliability_{name}.png)" for name in records
               if (root / "metrics" / "calibration" / f"reliability_{name}.png").exists()]

@@ -42,11 +42,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# the probabilities at which precision is reported: of the predictions at least this probable
+PRECISION_AT = (0.5, 0.9)
+
+
 def curve(outcomes: Outcomes, n_bins: int) -> Dict[str, Any]:
-    """The ECE, Brier score, accuracy (share right) and bins of some
-    predictions, JSON-able."""
+    """The ECE, Brier score, accuracy (share right), bins and, per threshold
+    t of PRECISION_AT, the share right of the predictions with probability >= t
+    and their count, of some predictions, JSON-able."""
     bins = reliability_bins(outcomes.probs, outcomes.right, n_bins=n_bins)
-    return {**outcomes.metrics(n_bins), "n": len(outcomes), "bins": bins.to_dict()}
+    precision = {}
+    for t in PRECISION_AT:
+        kept = outcomes.probs >= t
+        precision[str(t)] = {"n": int(kept.sum()), "precision": float(outcomes.right[kept].mean()) if kept.any() else None}
+    return {**outcomes.metrics(n_bins), "n": len(outcomes), "bins": bins.to_dict(), "precision_at": precision}
 
 
 def summary(before: CalibrationReport, after: CalibrationReport, n_bins: int) -> Dict[str, Any]:
