@@ -7,7 +7,9 @@ one model's whole UPOS+FEATS bundles that they read.
 The first form reads metrics/morph/<treebank>/ for every treebank the workflow
 ran on (`vars.treebank_name`): <config>.json (spacy evaluate --gold-preproc),
 <config>-bundles.json (the second form), <config>-speed.json
-(benchmarks.pipeline_speed), unseen_bundles.json (scripts.unseen_bundles) and
+(benchmarks.pipeline_speed), <config>-raw.json (scripts.raw_text: whole docs of
+gold words, and raw text), paired_<attr>.json (scripts.paired_test),
+unseen_bundles.json (scripts.unseen_bundles) and
 training/morph/<treebank>/<config>/train_time.json (scripts.timed). It writes
 metrics/morph/<treebank>/table.md and prints every table.
 
@@ -85,21 +87,22 @@ def treebank_table(metrics: Path, treebank: str) -> List[str]:
             "",
         ]
     lines += [
-        "| system | config | pos_acc | morph_acc | pos_morph_acc | raw text pos_acc / morph_acc | train time | words/s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| system | config | pos_acc | morph_acc | pos_morph_acc | whole docs pos / morph | raw text pos / morph "
+        "| train time | words/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for config in configs_in(folder):
         scores = load(folder / f"{config}.json") or {}
         bundles = load(folder / f"{config}-bundles.json") or {}
         speed = (load(folder / f"{config}-speed.json") or {}).get("words_per_second")
         seconds = (load(training / config / "train_time.json") or {}).get("train_seconds")
-        raw = load(folder / f"{config}-raw.json")
-        raw_cell = "-" if raw is None else f"{percent(raw.get('pos_acc'))} / {percent(raw.get('morph_acc'))}"
+        raw = load(folder / f"{config}-raw.json") or {}
+        docs_cell, raw_cell = (pair(raw.get(kind)) for kind in ("gold_docs", "raw"))
         pos_morph = bundles.get("pos_morph_acc", scores.get("pos_morph_acc"))
         lines.append(
             f"| {system_of(training / config / 'model-best', config)} | {VARIANTS.get(config, f'`configs/{config}.cfg`')} "
             f"| {percent(scores.get('pos_acc', bundles.get('pos_acc')))} "
-            f"| {percent(scores.get('morph_acc', bundles.get('morph_acc')))} | {percent(pos_morph)} | {raw_cell} "
+            f"| {percent(scores.get('morph_acc', bundles.get('morph_acc')))} | {percent(pos_morph)} | {docs_cell} | {raw_cell} "
             f"| {'-' if seconds is None else f'{seconds / 60:.1f} min'} "
             f"| {'-' if speed is None else f'{speed:,}'} |"
         )
@@ -151,6 +154,13 @@ def system_of(model_path: Path, config: str) -> str:
 def load(path: Path) -> Optional[dict]:
     """A JSON file's content, None where there is no file."""
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def pair(scores: Optional[dict]) -> str:
+    """ "pos_acc / morph_acc" of a scripts.raw_text record (in percent), "-" for none."""
+    if not scores:
+        return "-"
+    return " / ".join("-" if scores.get(key) is None else f"{scores[key]:.2f}" for key in ("pos_acc", "morph_acc"))
 
 
 def percent(value: Optional[float]) -> str:

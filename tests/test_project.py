@@ -334,7 +334,9 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
         assert json.loads((model / "train_time.json").read_text())["train_seconds"] > 0
         assert json.loads((model / "model-best" / "meta.json").read_text())["lang"] == "tr"
         raw = json.loads((metrics / f"{config}-raw.json").read_text())
-        assert 0.0 <= raw["pos_acc"] <= 1.0 and 0.0 <= raw["morph_acc"] <= 1.0
+        for kind in ("gold_sentences", "gold_docs", "raw"):
+            assert 0.0 <= raw[kind]["pos_acc"] <= 100.0 and 0.0 <= raw[kind]["morph_acc"] <= 100.0
+        assert raw["gold_sentences"]["pos_acc"] == pytest.approx(100 * scores["pos_acc"], abs=0.01)
     for attr in ("pos_", "morph", "pos+morph"):
         paired = json.loads((metrics / f"paired_{attr}.json").read_text())
         assert paired["tokens"] == dev_words and paired["mcnemar_chi2"] >= 0
@@ -374,7 +376,7 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "cpu_morph.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8},
         "cpu_morph-bundles.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8, "words": 100},
         "cpu_morph-speed.json": {"words_per_second": 12345},
-        "cpu_morph-raw.json": {"pos_acc": 0.88, "morph_acc": 0.83},
+        "cpu_morph-raw.json": {"gold_docs": {"pos_acc": 89.5, "morph_acc": 84.0}, "raw": {"pos_acc": 88.0, "morph_acc": 83.0}},
         "cpu_morph_full.json": {"pos_acc": 0.89, "morph_acc": 0.84},
         "baseline_pos.json": {"pos_acc": 0.91, "morph_acc": 0.8},
         "paired_morph.json": {"tokens": 100, "acc_a": 85.0, "acc_b": 80.0, "only_a_right": 9, "only_b_right": 4, "mcnemar_chi2": 1.23},
@@ -390,9 +392,9 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
     assert lines[lines.index("### tr_x") + 2].startswith("Unseen UPOS+FEATS bundles: 1.50% of 2,000 dev words (7 of 300")
     rows = [line for line in lines if "`configs/" in line]
     assert rows == [
-        "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | 88.00 / 83.00 | - | 12,345 |",
-        '| cpu_morph_full | `configs/cpu_morph.cfg`, transitions = "full" | 89.00 | 84.00 | - | - | - | - |',
-        "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | - | 1.5 min | - |",
+        "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | 89.50 / 84.00 | 88.00 / 83.00 | - | 12,345 |",
+        '| cpu_morph_full | `configs/cpu_morph.cfg`, transitions = "full" | 89.00 | 84.00 | - | - | - | - | - |',
+        "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | - | - | 1.5 min | - |",
     ]
     assert "| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |" in lines
     assert (metrics / "table.md").exists() and (tmp_path / "metrics" / "morph" / "hu_y" / "table.md").exists()

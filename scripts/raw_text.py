@@ -1,0 +1,67 @@
+"""Where accuracy goes from gold tokens to raw text: one model scored three ways.
+
+    python -m scripts.raw_text MODEL DEV.spacy [--output OUT.json]
+
+- `gold_sentences`: the treebank's words, one sentence per doc (what
+  `spacy evaluate --gold-preproc` scores and the configs train on);
+- `gold_docs`: the treebank's words, whole docs of several sentences (what
+  `spacy convert --n-sents` made): the model reads across sentence boundaries;
+- `raw`: the docs' text through the pipeline's own tokenizer (`spacy evaluate`
+  without --gold-preproc): the words it gets wrong are scored as spaCy scores them
+  (a token that does not align with one gold word has no gold label).
+
+The step from the first to the second is the cost of multi-sentence docs, from
+the second to the third the cost of tokenization. Scores are the pipeline's own
+(tag_acc, pos_acc, morph_acc, whichever it has), in percent.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Corpus, Example
+
+KEYS = ("tag_acc", "pos_acc", "morph_acc")
+
+
+def scores(nlp, examples: List[Example]) -> Dict[str, float]:
+    """The pipeline's accuracies on the examples, in percent (those it has)."""
+    result = nlp.evaluate(examples)
+    return {key: round(100 * result[key], 2) for key in KEYS if result.get(key) is not None}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("dev")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    nlp = spacy.load(args.model)
+    sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
+    raw = list(Corpus(args.dev, gold_preproc=False)(nlp))
+    whole = [
+        Example(Doc(nlp.vocab, words=[t.text for t in eg.reference], spaces=[bool(t.whitespace_) for t in eg.reference]),
+                eg.reference)
+        for eg in raw
+    ]
+    record = {
+        "model": args.model,
+        "dev": args.dev,
+        "docs": len(raw),
+        "sentences": len(sentences),
+        "gold_sentences": scores(nlp, sentences),
+        "gold_docs": scores(nlp, whole),
+        "raw": scores(nlp, raw),
+    }
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
