@@ -308,18 +308,33 @@ def viterbi_decode(
     if not compact:
         paths, best_score = _viterbi(emissions, transitions, start, end, mask=mask)
     else:
-        lengths = mask.sum(1)
-        order = torch.argsort(lengths, descending=True, stable=True)
-        steps = torch.arange(T, device=mask.device)
-        running = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
+        order, running = length_order(mask)
         paths, best_score = _viterbi(
             emissions.index_select(0, order), transitions, start, end, running=running
         )
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(B, device=order.device)
-        paths, best_score = paths.index_select(0, inverse), best_score[inverse]
+        paths, best_score = in_batch_order(order, paths, best_score)
     best_score = torch.where(mask[:, 0], best_score, torch.zeros_like(best_score))
     return paths, best_score
+
+
+def length_order(mask: torch.Tensor) -> Tuple[torch.Tensor, List[int]]:
+    """The rows by descending length, and how many of them run at each step
+    (on the host: one small copy), for compact decoding.
+
+    mask (Tensor): (B, T) bool. RETURNS (Tuple[Tensor, List[int]]): the order
+        (B,) long and running (T,) counts.
+    """
+    lengths = mask.sum(1)
+    order = torch.argsort(lengths, descending=True, stable=True)
+    steps = torch.arange(mask.shape[1], device=mask.device)
+    return order, (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
+
+
+def in_batch_order(order: torch.Tensor, paths: torch.Tensor, scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Paths (B, T) and scores (B,) of rows taken in `order`, back in the batch's order."""
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.shape[0], device=order.device)
+    return paths.index_select(0, inverse), scores[inverse]
 
 
 def _max_plus_step(score: torch.Tensor, incoming: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:

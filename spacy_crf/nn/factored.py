@@ -32,7 +32,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 
-from .crf import CRFScores, _compute_dtype, _logmatmul, check_scores
+from .crf import CRFScores, _compute_dtype, _logmatmul, check_scores, in_batch_order, length_order
 
 
 def check_classes(scores: CRFScores) -> torch.Tensor:
@@ -194,14 +194,9 @@ def viterbi_decode(scores: CRFScores, *, compact: Optional[bool] = None) -> Tupl
     if not compact:
         paths, best = _viterbi(emissions, factors, start, end, mask=mask)
     else:
-        lengths = mask.sum(1)
-        order = torch.argsort(lengths, descending=True, stable=True)
-        steps = torch.arange(T, device=mask.device)
-        running = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
+        order, running = length_order(mask)
         paths, best = _viterbi(emissions, factors, start, end, running=running, order=order)
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(B, device=order.device)
-        paths, best = paths.index_select(0, inverse), best[inverse]
+        paths, best = in_batch_order(order, paths, best)
     return paths, torch.where(mask[:, 0], best, torch.zeros_like(best))
 
 
