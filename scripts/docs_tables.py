@@ -273,8 +273,27 @@ def copy_images(root: Path) -> None:
             shutil.copyfile(image, target)
 
 
+def predict_stages(root: Path) -> Optional[str]:
+    """metrics/speed/stages_NAME.json: `python -m benchmarks.gpu_stages ... --output FILE`."""
+    paths = sorted((root / "metrics" / "speed").glob("stages_*.json"))
+    if not paths:
+        return None
+    records = {path.stem[len("stages_"):]: load(path) for path in paths}
+    lines = ["| model | docs, words | tok2vec | + network | decode (Viterbi) | predict | decode share | words/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in records.items():
+        ms = r["ms"]
+        lines.append(
+            f"| `{name}` | {r['n_docs']:,}, {r['n_words']:,} | {ms['tok2vec']:,.0f} ms | {ms['tok2vec + network']:,.0f} ms "
+            f"| {ms['decode (Viterbi)']:,.0f} ms | {ms['predict']:,.0f} ms | {ms['decode (Viterbi)'] / ms['predict']:.0%} "
+            f"| {r['predict_words_per_second']:,} |"
+        )
+    return environment_line(*records.values()) + " One batch of every dev doc, medians.\n\n" + "\n".join(lines)
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "predict-stages": predict_stages,
     "calibration": calibration,
     "rejected-spans": rejected_spans,
     "morph": morph,
