@@ -76,3 +76,31 @@ def test_large_labels_times_every_operation(tmp_path):
     }
     assert all(r["ms"] > 0 for r in rows)
     assert "| 5 |" in out
+
+
+def test_time_to_accuracy_stamps_every_evaluation(corpus, tmp_path):
+    output, image = tmp_path / "tta.json", tmp_path / "tta.png"
+    run("time_to_accuracy", f"crf={ROOT / 'configs/cpu.cfg'}", f"spacy={ROOT / 'configs/baseline.cfg'}",
+        "--train", corpus, "--dev", corpus, "--workdir", tmp_path / "work", "--output", output, "--plot", image,
+        "--", "--training.max_steps", 4, "--training.eval_frequency", 2)
+    result = json.loads(output.read_text())
+    assert result["score"] == "tag_acc" and result["threads"] == 1
+    for name in ("crf", "spacy"):
+        points = result["runs"][name]["points"]
+        assert [p["step"] for p in points] == [0, 2, 4]
+        assert all(0.0 <= p["score"] <= 100.0 for p in points)
+        assert [p["seconds"] for p in points] == sorted(p["seconds"] for p in points)
+        assert result["runs"][name]["seconds"] >= points[-1]["seconds"]
+    assert image.stat().st_size > 0
+
+
+def test_time_to_accuracy_reads_the_loggers_rows():
+    from benchmarks.time_to_accuracy import header_columns, parse_row, time_to
+
+    columns = header_columns("E    #       LOSS CRF_T...  TAG_ACC  SCORE ")
+    assert columns == ["E", "#", "LOSS CRF_T...", "TAG_ACC", "SCORE"]
+    assert parse_row("  1     500      142616.07    85.38    0.85", columns, "tag_acc") == {"step": 500, "score": 85.38}
+    assert parse_row("  1     500      142616.07    85.38    0.85", columns, "pos_acc") == {"step": 500, "score": 85.0}
+    assert parse_row("✔ Saved pipeline to output directory", columns, "tag_acc") is None
+    run_ = {"points": [{"seconds": 10.0, "score": 80.0}, {"seconds": 20.0, "score": 90.0}]}
+    assert time_to(run_, 85.0) == 20.0 and time_to(run_, 95.0) is None

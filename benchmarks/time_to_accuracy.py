@@ -1,0 +1,143 @@
+"""Dev accuracy against wall time: what a user waits for is the score, not steps.
+
+    python -m benchmarks.time_to_accuracy NAME=CONFIG [NAME=CONFIG ...] \\
+        --train corpus/en_ewt-ud-train.spacy --dev corpus/en_ewt-ud-dev.spacy \\
+        [--score tag_acc] [--threads 1] [--output metrics/speed/time_to_accuracy.json] \\
+        [--plot metrics/speed/time_to_accuracy.png] [-- EXTRA spacy train ARGS]
+
+Each config trains with `spacy train`, one at a time, in its own process with
+`--threads` threads (OMP_NUM_THREADS and MKL_NUM_THREADS); every evaluation row
+the console logger prints is stamped with the wall time since the process
+started (start-up, initialization and the evaluations included: what a user
+waits for). The JSON holds, per run, (seconds, step, score) at each evaluation,
+the final and best scores and the total time; `--plot` draws score against
+minutes for every run (matplotlib, the `plots` extra). `time_to(run, score)`
+reads off when a run first reached a score.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from .common import write_json
+
+# an evaluation row of spaCy's console logger: epoch, step, losses..., scores..., score
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+((?:[-\d.]+\s+)+)([-\d.]+)\s*$")
+
+
+def header_columns(line: str) -> Optional[List[str]]:
+    """The column names of the logger's header row ("E  #  LOSS ...  SCORE"), or None."""
+    parts = line.split()
+    if len(parts) < 3 or parts[:2] != ["E", "#"] or parts[-1] != "SCORE":
+        return None
+    columns: List[str] = []
+    for part in parts:  # a loss column is headed by two words: "LOSS CRF_T..."
+        if columns and columns[-1] == "LOSS":
+            columns[-1] = f"LOSS {part}"
+        else:
+            columns.append(part)
+    return columns
+
+
+def parse_row(line: str, columns: Optional[List[str]], score: str) -> Optional[Dict[str, float]]:
+    """(step, score) of an evaluation row; the score column named `score`
+    (e.g. tag_acc -> TAG_ACC), else the weighted SCORE, in percent."""
+    match = ROW.match(line)
+    if not match:
+        return None
+    values = [float(v) for v in line.split()]
+    value = values[-1] * 100
+    if columns is not None and len(columns) == len(values):
+        wanted = score.upper()
+        if wanted in columns:
+            value = values[columns.index(wanted)]
+    return {"step": int(values[1]), "score": value}
+
+
+def run_training(config: str, train: str, dev: str, output: Path, threads: int, score: str, extra: List[str]) -> Dict:
+    """Train one config, stamping each evaluation row with the wall time."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    command = [sys.executable, "-m", "spacy", "train", config, "--output", str(output),
+               "--paths.train", train, "--paths.dev", dev, *extra]
+    start = time.perf_counter()
+    points, columns = [], None
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as process:
+        for line in process.stdout:
+            columns = header_columns(line) or columns
+            row = parse_row(line, columns, score)
+            if row is not None:
+                points.append({"seconds": round(time.perf_counter() - start, 2), **row})
+    seconds = time.perf_counter() - start
+    if process.returncode:
+        raise RuntimeError(f"spacy train {config} failed with exit status {process.returncode}")
+    scores = [p["score"] for p in points]
+    return {"config": config, "points": points, "seconds": round(seconds, 1),
+            "final": scores[-1] if scores else None, "best": max(scores) if scores else None}
+
+
+def time_to(run: Dict, score: float) -> Optional[float]:
+    """Seconds until the run's dev score first reached `score`, None if never."""
+    return next((p["seconds"] for p in run["points"] if p["score"] >= score), None)
+
+
+def plot(runs: Dict[str, Dict], path: Path, score: str) -> None:
+    """Dev score against minutes, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, run in runs.items():
+        points = [p for p in run["points"] if p["step"] > 0]
+        ax.plot([p["seconds"] / 60 for p in points], [p["score"] for p in points], "o-", markersize=3,
+                label=f"{name} (best {run['best']:.2f}, {run['seconds'] / 60:.1f} min)")
+    scores = [p["score"] for run in runs.values() for p in run["points"] if p["step"] > 0]
+    if scores:
+        top = max(scores)
+        ax.set_ylim(max(min(scores), top - 5), top + 0.5)
+    ax.set_xlabel("wall time (minutes)")
+    ax.set_ylabel(f"dev {score}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="NAME=CONFIG")
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--score", default="tag_acc", help="the score column to follow")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workdir", type=Path, default=Path("training/time_to_accuracy"))
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--plot", type=Path)
+    args = parser.parse_args(argv)
+    runs = {}
+    for spec in args.runs:
+        name, _, config = spec.partition("=")
+        if not config:
+            parser.error(f"expected NAME=CONFIG, got {spec!r}")
+        runs[name] = run_training(config, args.train, args.dev, args.workdir / name, args.threads, args.score, extra)
+        print(f"{name}: best {runs[name]['best']}, final {runs[name]['final']}, {runs[name]['seconds']:.0f} s")
+    record = {"score": args.score, "threads": args.threads, "extra_args": extra, "runs": runs}
+    write_json(record, args.output)
+    if args.plot:
+        plot(runs, args.plot, args.score)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
