@@ -40,7 +40,7 @@ CONFIG_ORDER = ["cpu_morph", "cpu_morph_full", "cpu_morph_char", "baseline_pos"]
 # runs of a config with settings changed on the command line (morph-ablation)
 VARIANTS = {"cpu_morph_full": "`configs/cpu_morph.cfg`, transitions = \"full\""}
 # McNemar files of the paired-morph command, in the table's order
-PAIRED = {"pos_": "UPOS", "morph": "FEATS", "pos+morph": "UPOS+FEATS"}
+PAIRED = {"pos": "UPOS", "morph": "FEATS", "pos+morph": "UPOS+FEATS"}
 SYSTEMS = {"crf_tagger": "crf_tagger", "morphologizer": "spaCy morphologizer"}
 SUFFIXES = ("-bundles", "-speed", "-raw")
 

@@ -337,8 +337,8 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
         for kind in ("gold_sentences", "gold_docs", "raw"):
             assert 0.0 <= raw[kind]["pos_acc"] <= 100.0 and 0.0 <= raw[kind]["morph_acc"] <= 100.0
         assert raw["gold_sentences"]["pos_acc"] == pytest.approx(100 * scores["pos_acc"], abs=0.01)
-    for attr in ("pos_", "morph", "pos+morph"):
-        paired = json.loads((metrics / f"paired_{attr}.json").read_text())
+    for name in ("pos", "morph", "pos+morph"):
+        paired = json.loads((metrics / f"paired_{name}.json").read_text())
         assert paired["tokens"] == dev_words and paired["mcnemar_chi2"] >= 0
     crf_scores = json.loads((metrics / "cpu_morph.json").read_text())
     crf_bundles = json.loads((metrics / "cpu_morph-bundles.json").read_text())
@@ -379,6 +379,7 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "cpu_morph-raw.json": {"gold_docs": {"pos_acc": 89.5, "morph_acc": 84.0}, "raw": {"pos_acc": 88.0, "morph_acc": 83.0}},
         "cpu_morph_full.json": {"pos_acc": 0.89, "morph_acc": 0.84},
         "baseline_pos.json": {"pos_acc": 0.91, "morph_acc": 0.8},
+        "paired_pos.json": {"tokens": 100, "acc_a": 90.0, "acc_b": 91.0, "only_a_right": 3, "only_b_right": 4, "mcnemar_chi2": 0.0},
         "paired_morph.json": {"tokens": 100, "acc_a": 85.0, "acc_b": 80.0, "only_a_right": 9, "only_b_right": 4, "mcnemar_chi2": 1.23},
         "baseline_pos-bundles.json": {"pos_acc": 0.91, "morph_acc": 0.8, "pos_morph_acc": 0.75, "words": 100},
         "unseen_bundles.json": {"unseen_rate": 1.5, "dev_words": 2000, "unseen_bundles": 7, "dev_bundles": 300, "train_bundles": 900},
@@ -397,6 +398,7 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | - | - | 1.5 min | - |",
     ]
     assert "| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |" in lines
+    assert lines.index("| UPOS | 100 | 90.00 | 91.00 | 3 | 4 | 0.00 |") < lines.index("| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |")
     assert (metrics / "table.md").exists() and (tmp_path / "metrics" / "morph" / "hu_y" / "table.md").exists()
 
 
