@@ -581,3 +581,29 @@ def test_reliability_script_draws_and_writes_json(ner_nlp, tmp_path, capsys):
     assert report["tokens"]["before"]["temperature"] == 1.0 and report["tokens"]["after"]["temperature"] == 0.5
     bins = report["entities"]["after"]["bins"]
     assert len(bins["counts"]) == 15 and sum(bins["counts"]) == report["entities"]["after"]["n"] > 0
+
+
+def test_token_marginals_of_long_docs_with_large_scores_stay_probabilities():
+    """float32 forward-backward over a long row with scores in the thousands:
+    each token's marginals sum to 1 and none passes 1."""
+    import torch
+
+    from spacy_crf.ml import CRFBatch
+    from spacy_crf.nn import CRFScores
+
+    gen = torch.Generator().manual_seed(0)
+    T, K = 400, 13
+    scores = CRFScores(
+        torch.randn(2, T, K, generator=gen) * 300,
+        torch.arange(T) < torch.tensor([T, 7])[:, None],
+        torch.randn(K, K, generator=gen) * 50,
+        torch.zeros(K),
+        torch.zeros(K),
+    )
+    batch = CRFBatch.from_docs(scores, [T, 7], 0)
+    marginals = batch.marginals()
+    for m in marginals:
+        assert (m <= 1.0 + 1e-6).all() and (m >= 0.0).all()
+        assert numpy.allclose(m.sum(1), 1.0, atol=1e-5)
+    _, confidences = batch.decode_with_confidence()
+    assert all((c <= 1.0 + 1e-6).all() for c in confidences)

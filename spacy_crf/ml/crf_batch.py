@@ -230,7 +230,7 @@ class CRFBatch:
         if self.scores.emissions.shape[1] == 0:
             return self.decode(), [numpy.zeros((0,)) for _ in self.doc_lengths]
         paths, _ = viterbi_decode(self.scores)
-        confidence = marginals(self.tempered).gather(2, paths.unsqueeze(2)).squeeze(2)
+        confidence = self._token_marginals().gather(2, paths.unsqueeze(2)).squeeze(2)
         both = torch.stack([paths.to(confidence.dtype), confidence], dim=2).double()
         per_doc = self.split(both.cpu().numpy())  # one device-to-host copy
         return [d[:, 0].astype("int64") for d in per_doc], [d[:, 1] for d in per_doc]
@@ -239,7 +239,16 @@ class CRFBatch:
         """Per doc, the (n_tokens, K) float32 marginal probability of every label."""
         if self.scores.emissions.shape[1] == 0:
             return [numpy.zeros((0, self.n_labels), dtype="float32") for _ in self.doc_lengths]
-        return self.split(marginals(self.tempered).float().cpu().numpy())
+        return self.split(self._token_marginals().float().cpu().numpy())
+
+    def _token_marginals(self) -> torch.Tensor:
+        """(rows, T, K) marginals at the batch's temperature, each real token's
+        row divided by its sum: in float32, exp(alpha + beta - log Z) carries
+        the rounding of sums over the whole row (up to ~1e-3 with scores in the
+        thousands, on long docs), the same for every label of a token, which
+        the division takes out; padded rows stay 0."""
+        probs = marginals(self.tempered)
+        return probs / probs.sum(-1, keepdim=True).clamp_min(torch.finfo(probs.dtype).tiny)
 
     def uncertainty(self) -> List[Tuple[float, numpy.ndarray]]:
         """Per doc, the log probability of its best (Viterbi) path and the
