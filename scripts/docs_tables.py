@@ -291,8 +291,21 @@ def predict_stages(root: Path) -> Optional[str]:
     return environment_line(*records.values()) + " One batch of every dev doc, medians.\n\n" + "\n".join(lines)
 
 
+def probability_overhead(root: Path) -> Optional[str]:
+    """metrics/speed/*_overhead.json: `python -m benchmarks.confidence_overhead ... --output FILE`."""
+    records = [load(path) for path in sorted((root / "metrics" / "speed").glob("*_overhead.json"))]
+    if not records:
+        return None
+    lines = ["| setting | words/s off | words/s on | extra time |", "|---|---|---|---|"]
+    for r in records:
+        lines.append(f"| `{r.get('setting', 'store_confidence')}` | {r['words_per_second_off']:,} "
+                     f"| {r['words_per_second_on']:,} | {r['overhead_percent']:+.1f}% |")
+    return environment_line(*records) + " One thread.\n\n" + "\n".join(lines)
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "probability-overhead": probability_overhead,
     "predict-stages": predict_stages,
     "calibration": calibration,
     "rejected-spans": rejected_spans,
