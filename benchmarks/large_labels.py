@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from spacy_crf.nn import crf, dispatch, factored
+from spacy_crf.nn import dispatch, factored
 
 from .common import make_batch, median_ms, write_json
 

@@ -15,7 +15,6 @@ minutes for every run (matplotlib, the `plots` extra). `time_to(run, score)`
 reads off when a run first reached a score.
 """
 import argparse
-import json
 import os
 import re
 import subprocess

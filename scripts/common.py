@@ -1,6 +1,8 @@
 """What the accuracy scripts share: gold sentences, tagging them on their own tokens, and the arguments."""
 import argparse
-from typing import Iterator, List
+import json
+from pathlib import Path
+from typing import Iterator, List, Optional
 
 import spacy
 from spacy.tokens import Doc, DocBin
@@ -40,3 +42,13 @@ def model_train_dev_parser(doc: str) -> argparse.ArgumentParser:
     parser.add_argument("dev")
     parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
     return parser
+
+
+def print_and_write(record: dict, output: Optional[Path]) -> None:
+    """Print a script's result as indented JSON and write it to output (its
+    folder made), if given."""
+    text = json.dumps(record, indent=2)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text + "\n")
+    print(text)

@@ -15,7 +15,6 @@ the second to the third the cost of tokenization. Scores are the pipeline's own
 (tag_acc, pos_acc, morph_acc, whichever it has), in percent.
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Dict, List
@@ -23,6 +22,8 @@ from typing import Dict, List
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
+
+from .common import print_and_write
 
 KEYS = ("tag_acc", "pos_acc", "morph_acc")
 
@@ -56,10 +57,7 @@ def main(argv=None) -> int:
         "gold_docs": scores(nlp, whole),
         "raw": scores(nlp, raw),
     }
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(record, indent=2) + "\n")
-    print(json.dumps(record, indent=2))
+    print_and_write(record, args.output)
     return 0
 
 

@@ -29,6 +29,8 @@ from typing import Dict, List
 import spacy
 from spacy.tokens import Doc, DocBin, Span
 
+from .common import print_and_write
+
 KEY = "incorrect_spans"
 
 
@@ -115,9 +117,7 @@ def main(argv=None) -> int:
         "with": results["with"],
         "ents_f_gain": round(results["with"]["ents_f"] - results["without"]["ents_f"], 2),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(record, indent=2) + "\n")
-    print(json.dumps(record, indent=2))
+    print_and_write(record, args.output)
     return 0
 
 

@@ -31,7 +31,6 @@ known labels force the rejected span: contradictory annotations the caller
 should drop). Cost O(T * K * K) per row with rejected spans, plus O(1) per
 span and token; rows without any use crf.py's code.
 """
-from typing import Optional, Tuple
 
 import torch
 
