@@ -179,6 +179,20 @@ class GoldScores:
         return CalibrationReport(temperature, nll, Outcomes.join(tokens), entities)
 
 
+def _memoized(function: Callable[[float], float]) -> Tuple[Callable[[float], float], Dict[float, float]]:
+    """The function computed once per point, NaN read as +inf, and the dict
+    of the points computed so far."""
+    values: Dict[float, float] = {}
+
+    def f(x: float) -> float:
+        if x not in values:
+            value = float(function(x))
+            values[x] = math.inf if math.isnan(value) else value
+        return values[x]
+
+    return f, values
+
+
 def golden_section(
     function: Callable[[float], float], low: float, high: float, *, tolerance: float = TOLERANCE
 ) -> Tuple[float, Tuple[float, float]]:
@@ -194,14 +208,7 @@ def golden_section(
         (of equal values, the one closest to 0), and the final bracket: an
         end still at `low` or `high` means the minimum may lie beyond it.
     """
-    values: Dict[float, float] = {}
-
-    def f(x: float) -> float:
-        if x not in values:
-            value = float(function(x))
-            values[x] = math.inf if math.isnan(value) else value
-        return values[x]
-
+    f, values = _memoized(function)
     ratio = (math.sqrt(5.0) - 1.0) / 2.0
     a, b = low, high
     c, d = b - ratio * (b - a), a + ratio * (b - a)
@@ -256,14 +263,7 @@ def fit_temperature(
     """
     if not 0 < low < high:
         raise ValueError(f"the search range must have 0 < low < high, got [{low}, {high}]")
-    values: Dict[float, float] = {}
-
-    def at(tau: float) -> float:
-        if tau not in values:
-            value = float(nll(tau))
-            values[tau] = math.inf if math.isnan(value) else value
-        return values[tau]
-
+    at, values = _memoized(nll)
     log_low, log_high = math.log(low), math.log(high)
     best_log, bracket = golden_section(lambda x: at(math.exp(x)), log_low, log_high, tolerance=tolerance)
     searched = math.exp(best_log)
