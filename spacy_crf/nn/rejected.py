@@ -25,25 +25,21 @@ label is not `not_after` (subtract m_j + trans[last, y] + emit_(j+1)(y) from
 alpha'_(j+1)(y) for every y != not_after, or m_j + end[last] from the total
 when j is the last token).
 
-The subtractions run in log space in float64 (log(exp(a) - exp(b))); where
-less than 1e-12 of a label's mass would remain it is taken as exactly 0 (the
-known labels force the rejected span: contradictory annotations the caller
-should drop). Cost O(T * K * K) per row with rejected spans, plus O(1) per
-span and token; rows without any use crf.py's code.
+The subtractions run in float64 as shares of the mass they leave
+(alpha' + log(1 - share)); where less than 1e-12 of a label's mass would
+remain it is taken as exactly 0 (the known labels force the rejected span:
+contradictory annotations the caller should drop). What happens to which span
+at which step is scheduled once, as index tensors on the device; each step
+then updates every span at once. Cost O(T * K * K) per row with rejected
+spans; rows without any use crf.py's code.
 """
+
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
 from .crf import NEG_INF, CRFScores, check_allowed, check_scores
 from .spans import FIRST, LAST, MIDDLE, NOT_AFTER, SINGLE, _check_patterns
-
-
-def _log_sub(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """log(exp(a) - exp(b)) for b <= a, NEG_INF where b is within 1e-12 of a."""
-    d = b - a
-    safe = d < -1e-12
-    out = a + torch.log(-torch.expm1(torch.where(safe, d, torch.full_like(d, -1.0))))
-    return torch.where(safe, out, torch.full_like(a, NEG_INF))
 
 
 def log_partition_without(
@@ -73,53 +69,96 @@ def log_partition_without(
     B, T, K = emissions.shape
     if T == 0:
         return emissions.new_zeros(B, dtype=dtype)
-    device = emissions.device
     emit = emissions.to(dtype).masked_fill(~allowed, NEG_INF)
     trans, start, end = transitions.to(dtype), start.to(dtype), end.to(dtype)
     lengths = mask.sum(1).tolist()
-    kept = _usable(spans.cpu(), patterns.cpu(), lengths)
+    events = _Schedule(_usable(spans.cpu(), patterns.cpu(), lengths), lengths, emissions.device)
+    mass = emit.new_full((events.n_spans,), NEG_INF)  # log mass of the prefixes running through each span
     alpha = start + emit[:, 0]  # shape: (B, K)
-    mass = {}  # span index -> log mass of the prefixes running through it so far
     for t in range(T):
         if t > 0:
             step = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emit[:, t]
             alpha = torch.where(mask[:, t, None], step, alpha)
             # BIO: spans whose last token was t - 1 complete now unless not_after follows
-            removed = alpha.new_full((B, K), NEG_INF)
-            for s, (row, first, last, pattern) in kept.items():
-                if last == t - 1 and pattern[NOT_AFTER] >= 0 and t < lengths[row]:
-                    label = _label(pattern, first, last, last)
-                    completed = mass[s] + trans[label] + emit[row, t]
-                    completed = completed.index_fill(0, torch.tensor([pattern[NOT_AFTER]], device=device), NEG_INF)
-                    removed = removed.index_put((torch.tensor([row], device=device),), torch.logaddexp(removed[row], completed).unsqueeze(0))
-            alpha = _log_sub(alpha, removed)
+            ids, rows, labels, not_after = events.at("bio", t)
+            if ids is not None:
+                completed = mass[ids, None] + trans[labels] + emit[rows, t]  # shape: (n, K)
+                completed = completed.scatter(1, not_after[:, None], NEG_INF)
+                share = torch.exp(completed - alpha[rows])
+                alpha = _remove(alpha, alpha.new_zeros(B, K).index_add(0, rows, share))
         # the prefixes running through each span, up to t
-        for s, (row, first, last, pattern) in kept.items():
-            if first == t:
-                mass[s] = alpha[row, _label(pattern, first, last, t)]
-            elif first < t <= last:
-                previous, label = _label(pattern, first, last, t - 1), _label(pattern, first, last, t)
-                mass[s] = mass[s] + trans[previous, label] + emit[row, t, label]
+        ids, rows, labels = events.at("start", t)
+        if ids is not None:
+            mass = mass.index_put((ids,), alpha[rows, labels])
+        ids, rows, previous, labels = events.at("grow", t)
+        if ids is not None:
+            mass = mass.index_put((ids,), mass[ids] + trans[previous, labels] + emit[rows, t, labels])
         # BILUO / IOBES: spans complete at their last token
-        removed = alpha.new_full((B, K), NEG_INF)
-        for s, (row, first, last, pattern) in kept.items():
-            if last == t and pattern[NOT_AFTER] < 0:
-                label = _label(pattern, first, last, t)
-                removed = removed.index_put(
-                    (torch.tensor([row], device=device), torch.tensor([label], device=device)),
-                    torch.logaddexp(removed[row, label], mass[s]).reshape(1),
-                )
-        if any(last == t and pattern[NOT_AFTER] < 0 for _, _, last, pattern in kept.values()):
-            alpha = _log_sub(alpha, removed)
+        ids, rows, labels = events.at("last", t)
+        if ids is not None:
+            share = torch.exp(mass[ids] - alpha[rows, labels])
+            ratio = alpha.new_zeros(B, K).index_put((rows, labels), share, accumulate=True)
+            alpha = _remove(alpha, ratio)
     total = torch.logsumexp(alpha + end, dim=1)  # shape: (B,)
     # BIO: spans that end at their row's last token complete at the end
-    removed = total.new_full((B,), NEG_INF)
-    for s, (row, first, last, pattern) in kept.items():
-        if pattern[NOT_AFTER] >= 0 and last == lengths[row] - 1:
-            label = _label(pattern, first, last, last)
-            removed = removed.index_put((torch.tensor([row], device=device),), torch.logaddexp(removed[row], mass[s] + end[label]).reshape(1))
-    total = _log_sub(total, removed)
+    ids, rows, labels = events.at("final", 0)
+    if ids is not None:
+        share = torch.exp(mass[ids] + end[labels] - total[rows])
+        total = _remove(total, total.new_zeros(B).index_add(0, rows, share))
     return torch.where(mask[:, 0], total, torch.zeros_like(total))
+
+
+def _remove(log_mass: torch.Tensor, ratio: torch.Tensor) -> torch.Tensor:
+    """log(exp(log_mass) * (1 - ratio)): the mass less a share of it; exactly
+    log 0 (NEG_INF) where less than 1e-12 of it would remain."""
+    safe = ratio < 1.0 - 1e-12
+    kept = log_mass + torch.log1p(-torch.where(safe, ratio, torch.zeros_like(ratio)))
+    return torch.where(safe, kept, torch.full_like(log_mass, NEG_INF))
+
+
+class _Schedule:
+    """What happens to the rejected spans at each step, as index tensors made
+    on the device once, before the recursion: "start" (a span's first token:
+    its mass begins), "grow" (a later token of it), "last" (BILUO/IOBES: it
+    completes), "bio" (BIO/IOB2: it completes at the next token) and "final"
+    (BIO: it ends at its row's last token). `at(kind, t)` slices them."""
+
+    def __init__(self, kept: Dict[int, Tuple[int, int, int, list]], lengths: List[int], device: torch.device) -> None:
+        self.n_spans = len(kept)
+        rows_of: Dict[str, List[Tuple[int, ...]]] = {kind: [] for kind in ("start", "grow", "last", "bio", "final")}
+        for index, (row, first, last, pattern) in enumerate(kept.values()):
+            rows_of["start"].append((first, index, row, _label(pattern, first, last, first)))
+            for t in range(first + 1, last + 1):
+                rows_of["grow"].append((t, index, row, _label(pattern, first, last, t - 1), _label(pattern, first, last, t)))
+            label = _label(pattern, first, last, last)
+            if pattern[NOT_AFTER] < 0:
+                rows_of["last"].append((last, index, row, label))
+            elif last + 1 < lengths[row]:
+                rows_of["bio"].append((last + 1, index, row, label, pattern[NOT_AFTER]))
+            else:
+                rows_of["final"].append((0, index, row, label))
+        self._columns: Dict[str, Tuple[torch.Tensor, ...]] = {}
+        self._where: Dict[str, Dict[int, Tuple[int, int]]] = {}
+        for kind, entries in rows_of.items():
+            entries.sort()
+            if entries:
+                table = torch.tensor([entry[1:] for entry in entries], dtype=torch.long, device=device)
+                self._columns[kind] = tuple(table.unbind(1))
+            where: Dict[int, Tuple[int, int]] = {}
+            for i, entry in enumerate(entries):
+                lo, _ = where.get(entry[0], (i, i))
+                where[entry[0]] = (lo, i + 1)
+            self._where[kind] = where
+        self._width = {"start": 3, "grow": 4, "last": 3, "bio": 4, "final": 3}
+
+    def at(self, kind: str, t: int) -> Tuple[Optional[torch.Tensor], ...]:
+        """The columns (span index, row, labels...) of the events of a kind at
+        step t; Nones where there are none."""
+        span = self._where[kind].get(t)
+        if span is None:
+            return (None,) * self._width[kind]
+        lo, hi = span
+        return tuple(column[lo:hi] for column in self._columns[kind])
 
 
 def _usable(spans: torch.Tensor, patterns: torch.Tensor, lengths) -> dict:
