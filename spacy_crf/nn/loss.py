@@ -37,15 +37,23 @@ def crf_loss(
     has_gold = gold >= 0
     if excluded is not None:
         has_gold |= excluded >= 0
-    nll = negative_log_likelihood(scores, allowed)  # shape: (B,)
-    if rejected is not None and rejected[0].numel():
+    if rejected is None or not rejected[0].numel():
+        nll = negative_log_likelihood(scores, allowed)  # shape: (B,)
+    else:
+        # rows with rejected spans: log Z less the sum without them; the
+        # others: the NLL as usual (each row's log Z computed once)
         spans, patterns = rejected
-        rows = torch.unique(spans[:, 0])
-        has_gold = has_gold.index_fill(0, rows.to(has_gold.device), True)
+        rows = torch.unique(spans[:, 0]).to(gold.device)
+        has_gold = has_gold.index_fill(0, rows, True)
         local = spans.clone()
         local[:, 0] = torch.searchsorted(rows, spans[:, 0].contiguous())
         sub = CRFScores(scores.emissions[rows], scores.mask[rows], *scores[2:])
         without = log_partition_without(sub, allowed[rows], local, patterns)
-        log_z = log_partition(sub).to(without.dtype)
-        nll = nll.index_put((rows.to(nll.device),), (log_z - without).clamp_min(0.0).to(nll.dtype))
+        nll_rejected = (log_partition(sub).to(without.dtype) - without).clamp_min(0.0)
+        others = torch.ones(gold.shape[0], dtype=torch.bool, device=gold.device).index_fill(0, rows, False)
+        others = others.nonzero().squeeze(1)
+        nll = nll_rejected.new_zeros(gold.shape[0]).index_put((rows,), nll_rejected)
+        if others.numel():
+            rest = CRFScores(scores.emissions[others], scores.mask[others], *scores[2:])
+            nll = nll.index_put((others,), negative_log_likelihood(rest, allowed[others]).to(nll.dtype))
     return torch.where(has_gold.any(dim=1), nll, torch.zeros_like(nll)).sum()
