@@ -654,7 +654,10 @@ class CRFTagger(TrainablePipe):
         rejected = []
         for eg in examples:
             group = eg.reference.spans.get(key, [])
-            spans = eg.get_aligned_spans_y2x(group, allow_overlap=True) if len(group) else []
+            if not len(group):
+                rejected.append([])
+                continue
+            spans = eg.get_aligned_spans_y2x(group, allow_overlap=True)
             gold = {(e.start, e.end, e.label_) for e in eg.get_aligned_spans_y2x(eg.reference.ents)}
             rejected.append([
                 (span.start, span.end, index[span.label_]) for span in spans
