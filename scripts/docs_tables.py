@@ -22,6 +22,7 @@ from typing import Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
 from benchmarks.large_labels import table as large_labels_table
+from benchmarks.time_to_accuracy import table as time_to_accuracy_table
 
 from .morph_table import treebank_table as morph_treebank_table
 from .results_table import main as results_table
@@ -262,9 +263,51 @@ def calibration(root: Path) -> Optional[str]:
     return "ECE: 15 equal-width bins.\n\n" + "\n".join(lines) + ("\n\n" + "\n".join(images) if images else "")
 
 
+def time_to_accuracy(root: Path) -> Optional[str]:
+    """metrics/speed/time_to_accuracy.json: `python -m benchmarks.time_to_accuracy ...`."""
+    record = load(root / "metrics" / "speed" / "time_to_accuracy.json")
+    if record is None:
+        return None
+    head = (f"{environment_line(record)} `spacy train` wall time, start-up and evaluations included, "
+            f"{record['threads']} thread(s), one training at a time; dev `{record['score']}`.")
+    image = root / "metrics" / "speed" / "time_to_accuracy.png"
+    plot = "\n\n![dev score against wall time](images/time_to_accuracy.png)" if image.exists() else ""
+    return head + "\n\n" + time_to_accuracy_table(record) + plot
+
+
+def peers(root: Path) -> Optional[str]:
+    """metrics/speed/flair.json (`python -m benchmarks.peers ...`), with the
+    training words/s of metrics/speed/pipeline_compare.json."""
+    flair = load(root / "metrics" / "speed" / "flair.json")
+    if flair is None:
+        return None
+    compare = load(root / "metrics" / "speed" / "pipeline_compare.json") or {}
+    trained = {"flair": flair["train_words_per_second"], **compare.get("train_words_per_second", {})}
+    names = {"crf_tagger": "crf_tagger", "spacy_tagger": "spaCy tagger", "flair": "Flair"}
+    sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
+                                                    "dev_accuracy": flair["dev_accuracy"]}}
+    base = sides["flair"]
+    lines = ["| system | dev accuracy | inference words/s | vs Flair | training words/s | vs Flair |",
+             "|---|---|---|---|---|---|"]
+    for name, side in sides.items():
+        label = names.get(name, name)
+        train = trained.get(label) if name != "flair" else trained["flair"]
+        train_cells = (f"{train:,.0f} | {train / trained['flair']:.1f}x" if train else "- | -")
+        lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
+                     f"| {side['words_per_second'] / base['words_per_second']:.1f}x | {train_cells} |")
+    s = flair["settings"]
+    head = (f"{environment_line(flair)} {flair['settings_text']}; {flair['epochs_done']} epochs "
+            f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
+            f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
+            f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
+            f"Flair's inside its epochs; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`).")
+    return head + "\n\n" + "\n".join(lines)
+
+
 def copy_images(root: Path) -> None:
-    """The calibrate command's reliability diagrams, into docs/images/."""
+    """The plots the docs show (reliability diagrams, time to accuracy), into docs/images/."""
     images = sorted((root / "metrics" / "calibration").glob("reliability_*.png"))
+    images += sorted((root / "metrics" / "speed").glob("time_to_accuracy.png"))
     if images:
         (root / "docs" / "images").mkdir(parents=True, exist_ok=True)
     for image in images:
@@ -305,6 +348,8 @@ def probability_overhead(root: Path) -> Optional[str]:
 
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "time-to-accuracy": time_to_accuracy,
+    "peers": peers,
     "probability-overhead": probability_overhead,
     "predict-stages": predict_stages,
     "calibration": calibration,

@@ -92,6 +92,47 @@ def test_time_to_accuracy_stamps_every_evaluation(corpus, tmp_path):
         assert [p["seconds"] for p in points] == sorted(p["seconds"] for p in points)
         assert result["runs"][name]["seconds"] >= points[-1]["seconds"]
     assert image.stat().st_size > 0
+    # a run with its own overrides, merged into the same JSON
+    run("time_to_accuracy", f"short={ROOT / 'configs/cpu.cfg'},training.max_steps=2,training.eval_frequency=1",
+        "--train", corpus, "--dev", corpus, "--workdir", tmp_path / "work", "--output", output, "--merge")
+    result = json.loads(output.read_text())
+    assert set(result["runs"]) == {"crf", "spacy", "short"}
+    assert [p["step"] for p in result["runs"]["short"]["points"]] == [0, 1, 2]
+    assert result["runs"]["short"]["args"] == ["--training.max_steps", "2", "--training.eval_frequency", "1"]
+
+
+def test_time_to_accuracy_table_times_every_run_against_the_bars(tmp_path):
+    from benchmarks.time_to_accuracy import main as time_to_accuracy
+
+    def run_of(scores, seconds):
+        return {"points": [{"seconds": s, "step": i, "score": v} for i, (s, v) in enumerate(zip(seconds, scores))],
+                "seconds": seconds[-1] + 1, "best": max(scores), "final": scores[-1]}
+
+    output, peer = tmp_path / "tta.json", tmp_path / "peer.json"
+    output.write_text(json.dumps({"score": "tag_acc", "threads": 1, "runs": {
+        "slow": {"config": "a.cfg", "args": [], **run_of([90.0, 94.0, 95.0], [60, 600, 1199])},
+        "base": {"config": "b.cfg", "args": [], **run_of([92.0, 93.0], [30, 119])}}}))
+    peer.write_text(json.dumps({**run_of([91.0, 94.95], [100, 200]), "settings_text": "Flair"}))
+    time_to_accuracy(["--train", "t", "--dev", "d", "--output", str(output), "--merge", "--peer", f"peer={peer}",
+                      "--baseline", "base", "--reference", "slow"])
+    record = json.loads(output.read_text())
+    assert set(record["runs"]) == {"slow", "base", "peer"} and record["environment"]["torch"]
+    from benchmarks.time_to_accuracy import table
+
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table(record).splitlines()[2:]}
+    # bars: base's best 93.00; slow's best - 0.1 = 94.90
+    assert rows["slow"][-2:] == ["10.0 min (50%)", "20.0 min (100%)"]
+    assert rows["base"][-2:] == ["2.0 min (10%)", "never"]
+    assert rows["peer"][0] == "Flair" and rows["peer"][-1] == "3.3 min (17%)"
+
+
+def test_time_to_accuracy_run_specs():
+    from benchmarks.time_to_accuracy import parse_run
+
+    assert parse_run("a=c.cfg") == ("a", "c.cfg", [])
+    assert parse_run("a=c.cfg,training.max_steps=5") == ("a", "c.cfg", ["--training.max_steps", "5"])
+    with pytest.raises(ValueError):
+        parse_run("a=c.cfg,oops")
 
 
 def test_time_to_accuracy_reads_the_loggers_rows():
@@ -104,3 +145,79 @@ def test_time_to_accuracy_reads_the_loggers_rows():
     assert parse_row("✔ Saved pipeline to output directory", columns, "tag_acc") is None
     run_ = {"points": [{"seconds": 10.0, "score": 80.0}, {"seconds": 20.0, "score": 90.0}]}
     assert time_to(run_, 85.0) == 20.0 and time_to(run_, 95.0) is None
+
+
+# a CoNLL-U with what the peers benchmark must skip: comments, a multiword
+# token's range (1-2) and an empty node (3.1)
+CONLLU_SENTENCE = """# sent_id = {i}
+# text = I can't eat green eggs
+1\tI\tI\tPRON\tPRP\t_\t3\tnsubj\t_\t_
+2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tca\tcan\tAUX\tMD\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_
+4\teat\teat\tVERB\tVB\t_\t0\troot\t_\t_
+4.1\tate\teat\tVERB\tVBD\t_\t_\t_\t4:conj\t_
+5\tgreen\tgreen\tADJ\tJJ\t_\t6\tamod\t_\t_
+6\teggs\tegg\tNOUN\tNNS\t_\t4\tobj\t_\t_
+
+"""
+
+
+def test_peers_reads_conllu(tmp_path):
+    from benchmarks.peers import read_conllu
+
+    path = tmp_path / "small.conllu"
+    path.write_text(CONLLU_SENTENCE.format(i=1) + CONLLU_SENTENCE.format(i=2))
+    words = ["I", "ca", "n't", "eat", "green", "eggs"]
+    assert read_conllu(path, "xpos") == [(words, ["PRP", "MD", "RB", "VB", "JJ", "NNS"])] * 2
+    assert read_conllu(path, "upos")[0][1] == ["PRON", "AUX", "PART", "VERB", "ADJ", "NOUN"]
+    path.write_text(CONLLU_SENTENCE.format(i=1).replace("\tNNS\t", "\tO\t"))
+    with pytest.raises(ValueError, match=r"\[E202\]"):
+        read_conllu(path, "xpos")
+
+
+def test_peers_without_flair_says_what_to_install(monkeypatch):
+    from benchmarks.peers import import_flair
+
+    monkeypatch.setitem(sys.modules, "flair", None)  # import flair raises ImportError
+    with pytest.raises(ImportError, match=r"\[E201\].*pip install -e \"\.\[peers\]\""):
+        import_flair()
+
+
+def test_peers_trains_and_times_flairs_tagger(tmp_path):
+    pytest.importorskip("flair")
+    train, dev, output = tmp_path / "train.conllu", tmp_path / "dev.conllu", tmp_path / "flair.json"
+    train.write_text("".join(CONLLU_SENTENCE.format(i=i) for i in range(12)))
+    dev.write_text("".join(CONLLU_SENTENCE.format(i=i) for i in range(3)))
+    # a crf_tagger that knows the sentence's tags, timed in turn with Flair
+    from spacy.tokens import Doc
+    from spacy.training import Example
+
+    from .helpers import make_nlp, train as train_nlp
+
+    nlp = make_nlp()
+    words, tags = ["I", "ca", "n't", "eat", "green", "eggs"], ["PRP", "MD", "RB", "VB", "JJ", "NNS"]
+    train_nlp(nlp, [Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))], steps=30)
+    nlp.to_disk(tmp_path / "crf")
+    # two epochs asked, but --max-minutes 0 stops after the first
+    out = run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--epochs", 2, "--max-minutes", 0,
+              "--repeats", 2, "--workdir", tmp_path / "work", "--output", output,
+              "--spacy-model", f"crf={tmp_path / 'crf'}")
+    result = json.loads(output.read_text())
+    assert "epoch 1: dev accuracy" in out
+    assert result["flair"] and result["settings_text"].startswith("Flair ")
+    assert result["settings"]["train_sentences"] == 12 and result["settings"]["dev_sentences"] == 3
+    assert result["train_words"] == 12 * 6 and result["inference_words"] == 3 * 6
+    [point] = result["points"]
+    assert point["step"] == 1 and 0.0 <= point["score"] <= 100.0 and 0.0 < point["seconds"] <= result["seconds"]
+    assert result["best"] == result["final"] == point["score"]
+    # micro-F1 is token accuracy: Flair's own accuracy, and ours on the best (only) epoch's model
+    assert result["flair_dev_accuracy"] == [round(point["score"], 2)]
+    assert result["dev_accuracy"] == pytest.approx(point["score"], abs=1e-3)
+    assert result["epochs_done"] == 1 and result["stopped_early"] is True and result["stop_reason"] == "max-minutes"
+    assert result["train_words_per_second"] > 0 and result["pipe_words_per_second"] > 0
+    assert len(result["inference_runs"]) == 2 and result["environment"]["torch"]
+    assert (tmp_path / "work" / "model" / "final-model.pt").exists()
+    sides = result["side_by_side"]
+    assert set(sides) == {"flair", "crf"} and all(len(side["runs"]) == 2 for side in sides.values())
+    assert sides["crf"]["dev_accuracy"] == 100.0 and sides["flair"]["dev_accuracy"] == result["dev_accuracy"]
