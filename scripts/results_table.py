@@ -19,6 +19,7 @@ from thinc.api import Config
 NAMES = {
     "ner": "crf_tagger NER (BILUO constraints)",
     "ner_baseline": "spaCy ner (efficiency CNN)",
+    "ner_beam": "spaCy beam_ner (efficiency CNN)",
     "baseline": "spaCy tagger (efficiency CNN)",
     "cpu": "crf_tagger, CPU config",
     "cpu_pos": "crf_tagger, CPU config, UPOS",

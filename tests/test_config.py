@@ -50,3 +50,19 @@ def test_the_factory_default_is_the_network_of_cpu_cfg():
     shipped = Config().from_disk(CONFIGS / "cpu.cfg", interpolate=False)["components"]["crf_tagger"]["model"]
     shipped = {key: value for key, value in shipped.items() if key != "nO"}
     assert shipped == DEFAULT_CRF_TAGGER_MODEL
+
+
+def test_the_beam_ner_config_is_the_ner_baseline_with_a_beam():
+    """configs/ner_beam.cfg trains spaCy's beam_ner on configs/ner_baseline.cfg's
+    features and setup: only the factory and its beam settings (spaCy's defaults) differ."""
+    beam = Config().from_disk(CONFIGS / "ner_beam.cfg", interpolate=False)
+    greedy = Config().from_disk(CONFIGS / "ner_baseline.cfg", interpolate=False)
+    settings = beam["components"]["ner"]
+    assert settings["factory"] == "beam_ner" and greedy["components"]["ner"]["factory"] == "ner"
+    defaults = spacy.blank("en").add_pipe("beam_ner").cfg
+    beam_keys = ("beam_width", "beam_density", "beam_update_prob")
+    assert {key: settings[key] for key in beam_keys} == {key: defaults[key] for key in beam_keys}
+    for key in ("factory", *beam_keys):
+        del settings[key]
+    del greedy["components"]["ner"]["factory"]
+    assert beam == greedy

@@ -1,0 +1,380 @@
+"""Entity probabilities of a recogniser on annotated docs: their calibration, and precision/recall over a threshold.
+
+    python -m scripts.entity_probabilities MODEL DEV.spacy [--gold-preproc] [--component NAME] \
+        --json metrics/calibration/entities_NAME.json [--plot metrics/calibration/pr_NAME.png] \
+        [--thresholds 0 0.05 ... 0.99] [--bins 15]
+
+One script for both systems, so that their figures are computed the same way:
+
+- crf_tagger with target "ents": an entity's probability is its exact
+  posterior, span._.crf_prob (store_entity_probs is switched on and
+  ents_threshold off for the run), at the temperature stored in the pipeline
+  (`python -m spacy_crf calibrate` fits it): every entity of the decoded path.
+- spaCy's beam_ner (any spaCy EntityRecognizer with beam_width >= 2): an
+  entity's probability is spaCy's beam score, the summed probability of the
+  beam's final parses that contain it (`EntityRecognizer.scored_ents` of the
+  beams that `predict` returns, i.e. `beam_parse` at the component's
+  beam_width and beam_density); the entities are doc.ents as beam_ner sets
+  them, those of the beam's best parse.
+
+The annotated docs are read as `spacy evaluate` and scripts.reliability read
+them (`--gold-preproc`: on their gold tokens, one sentence per doc). A
+predicted entity is right when exactly that span and label is gold, judged
+as spaCy's NER scorer judges it (`spacy_crf.calibration.entity_outcomes`);
+from those outcomes come the ECE (15 equal-width bins), the Brier score and
+the precision of the entities at least 0.5 and 0.9 probable, computed as
+scripts.reliability computes its "entities" figures (`scripts.reliability.curve`).
+
+The curve over a threshold t is what `ents_threshold = t` would give
+crf_tagger: the entities kept are the predicted ones with probability >= t,
+and precision and recall are against every gold entity (exact span and
+label; the same counts as spaCy's ents_p and ents_r at t = 0). `--json`
+writes everything with the run's environment, `--plot` draws precision,
+recall and F1 against t (needs matplotlib); a summary is printed.
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from spacy.language import Language
+from spacy.training import Example
+
+from spacy_crf.calibration import N_BINS, Outcomes, entity_outcomes
+from spacy_crf.errors import ErrorsWithCodes
+
+from .reliability import curve
+
+# t = 0, 0.05, ..., 0.95 and 0.99
+THRESHOLDS = [round(0.05 * i, 2) for i in range(20)] + [0.99]
+
+# a predicted entity: (start, end exclusive, label, probability), in the predicted doc's tokens
+Entity = Tuple[int, int, str, float]
+
+
+class EntityProbabilityErrors(metaclass=ErrorsWithCodes):
+    """Coded errors of scripts.entity_probabilities (E301 upwards: spacy_crf's
+    own are E001 upwards, corpus tagging's E101 upwards, the peer benchmarks' E201 upwards)."""
+
+    E301 = (
+        "The pipeline has no entity recogniser to read probabilities from: {reason}. "
+        "Pass a pipeline with a crf_tagger (target \"ents\") or spaCy's beam_ner."
+    )
+    E302 = (
+        "Component '{name}' is a crf_tagger with target \"{target}\": its probabilities "
+        "are not entity posteriors. Pass a crf_tagger with target \"ents\" (e.g. configs/ner.cfg)."
+    )
+    E303 = (
+        "Component '{name}' is spaCy's greedy ner (beam_width = {width}): it has no beam "
+        "to score its entities with. Train spaCy's beam_ner instead (configs/ner_beam.cfg)."
+    )
+    E304 = "A threshold must be in [0, 1], got {value}."
+    E305 = (
+        "Component '{name}' wrote the entity '{text}' ({start}, {end}, {label}) without a "
+        "probability: the docs were annotated before it ran."
+    )
+    E306 = "scripts.entity_probabilities draws with matplotlib, which is not installed: pip install matplotlib"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", help="pipeline folder or package")
+    parser.add_argument("dev", help="annotated docs: a .spacy file or a folder of them")
+    parser.add_argument("--json", required=True, help="write the calibration and the curve here")
+    parser.add_argument("--plot", default=None, help="draw precision and recall against t here (.png, .svg, .pdf)")
+    parser.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
+                        help="read the docs on their gold tokens, one sentence per doc")
+    parser.add_argument("--component", default=None,
+                        help="the entity recogniser (default: the pipeline's only crf_tagger or spaCy ner)")
+    parser.add_argument("--thresholds", type=float, nargs="+", default=THRESHOLDS,
+                        help="the probabilities t of the curve (default 0, 0.05, ..., 0.95, 0.99)")
+    parser.add_argument("--bins", type=int, default=N_BINS, help="equal-width bins of probability for the ECE")
+    parser.add_argument("--batch-size", type=int, default=64, help="docs per model call")
+    return parser
+
+
+def _system(nlp: Language, name: str) -> Optional[str]:
+    """"crf_tagger", "ner" (spaCy's greedy or beam EntityRecognizer) or None
+    for a component that recognises no entities."""
+    from spacy.pipeline import EntityRecognizer
+
+    from spacy_crf.tagger import CRFTagger
+
+    proc = nlp.get_pipe(name)
+    if isinstance(proc, CRFTagger):
+        return "crf_tagger"
+    if isinstance(proc, EntityRecognizer):
+        return "ner"
+    return None
+
+
+def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[str, str]:
+    """The component whose entity probabilities are read: `component`, or the
+    pipeline's only crf_tagger with target "ents" or spaCy EntityRecognizer.
+
+    nlp (Language): the pipeline.
+    component (Optional[str]): the component's name, or None.
+    RETURNS (Tuple[str, str]): its name and system, "crf_tagger" or "beam_ner";
+        ValueError E301 (none, or several), E302 (a crf_tagger of another
+        target) or E303 (a greedy ner).
+    """
+    if component is not None:
+        if component not in nlp.pipe_names:
+            raise ValueError(EntityProbabilityErrors.E301.format(
+                reason=f"it has no component '{component}' (its components are {nlp.pipe_names})"))
+        names = [component]
+    else:
+        names = [name for name in nlp.pipe_names if _system(nlp, name) is not None]
+        taggers = [name for name in names if _system(nlp, name) == "crf_tagger"]
+        entity_names = [name for name in names if name not in taggers or nlp.get_pipe(name).cfg["target"] == "ents"]
+        if not entity_names and taggers:
+            names = taggers[:1]  # a crf_tagger of another target: E302 below
+        elif not entity_names:
+            raise ValueError(EntityProbabilityErrors.E301.format(
+                reason=f"none of its components {nlp.pipe_names} is a crf_tagger or a spaCy ner"))
+        elif len(entity_names) > 1:
+            raise ValueError(EntityProbabilityErrors.E301.format(
+                reason=f"it has {len(entity_names)} of them, {entity_names}: name one (--component)"))
+        else:
+            names = entity_names
+    (name,) = names
+    system = _system(nlp, name)
+    proc = nlp.get_pipe(name)
+    if system is None:
+        factory = nlp.get_pipe_meta(name).factory
+        raise ValueError(EntityProbabilityErrors.E301.format(
+            reason=f"component '{name}' is a {factory}, neither a crf_tagger nor a spaCy ner"))
+    if system == "crf_tagger":
+        if proc.cfg["target"] != "ents":
+            raise ValueError(EntityProbabilityErrors.E302.format(name=name, target=proc.cfg["target"]))
+        return name, "crf_tagger"
+    if proc.cfg.get("beam_width", 1) < 2:
+        raise ValueError(EntityProbabilityErrors.E303.format(name=name, width=proc.cfg.get("beam_width", 1)))
+    return name, "beam_ner"
+
+
+def _annotate_upstream(nlp: Language, name: str, docs: List[Any], batch_size: int) -> None:
+    """Run the components before `name` on the docs, in place."""
+    upstream = nlp.pipe_names[: nlp.pipe_names.index(name)]
+    if upstream:
+        with nlp.select_pipes(enable=upstream):
+            for _ in nlp.pipe(docs, batch_size=batch_size):
+                pass
+
+
+def crf_entities(nlp: Language, name: str, docs: List[Any], batch_size: int = 64) -> List[List[Entity]]:
+    """Annotate the docs with a crf_tagger (target "ents") and read each
+    entity's posterior, span._.crf_prob, at the component's temperature.
+    store_entity_probs is on and ents_threshold 0 for the run (every entity
+    of the decoded path), as they were after it.
+
+    RETURNS (List[List[Entity]]): per doc, its entities and their probabilities.
+    """
+    tagger = nlp.get_pipe(name)
+    saved = {key: tagger.cfg.get(key) for key in ("store_entity_probs", "ents_threshold")}
+    tagger.cfg.update(store_entity_probs=True, ents_threshold=0.0)
+    try:
+        _annotate_upstream(nlp, name, docs, batch_size)
+        for _ in tagger.pipe(docs, batch_size=batch_size):
+            pass
+    finally:
+        tagger.cfg.update(saved)
+    result = []
+    for doc in docs:
+        entities = []
+        for ent in doc.ents:
+            if ent._.crf_prob is None:
+                raise ValueError(EntityProbabilityErrors.E305.format(
+                    name=name, text=ent.text, start=ent.start, end=ent.end, label=ent.label_))
+            entities.append((ent.start, ent.end, ent.label_, float(ent._.crf_prob)))
+        result.append(entities)
+    return result
+
+
+def beam_entities(nlp: Language, name: str, docs: List[Any], batch_size: int = 64) -> List[List[Entity]]:
+    """Annotate the docs with spaCy's beam_ner as it annotates them (its
+    `predict`, a `beam_parse` at its beam_width and beam_density, then
+    `set_annotations`: doc.ents from the best parse), and give each entity
+    spaCy's beam score, `scored_ents`: the summed probability of the final
+    parses in the beam that contain it.
+
+    RETURNS (List[List[Entity]]): per doc, its entities and their probabilities.
+    """
+    ner = nlp.get_pipe(name)
+    _annotate_upstream(nlp, name, docs, batch_size)
+    scores: Dict[int, Dict[Tuple[int, int, str], float]] = {}
+    # an empty doc gets no beam (predict of only empty docs returns plain states)
+    filled = [i for i, doc in enumerate(docs) if len(doc)]
+    for start in range(0, len(filled), batch_size):
+        ids = filled[start : start + batch_size]
+        batch = [docs[i] for i in ids]
+        beams = ner.predict(batch)
+        ner.set_annotations(batch, beams)
+        for i, doc_scores in zip(ids, ner.scored_ents(beams)):
+            scores[i] = doc_scores
+    result = []
+    for i, doc in enumerate(docs):
+        entities = []
+        for ent in doc.ents:
+            key = (ent.start, ent.end, ent.label_)
+            if key not in scores.get(i, {}):
+                raise ValueError(EntityProbabilityErrors.E305.format(
+                    name=name, text=ent.text, start=ent.start, end=ent.end, label=ent.label_))
+            entities.append((*key, float(scores[i][key])))
+        result.append(entities)
+    return result
+
+
+def entity_probabilities(
+    nlp: Language, examples: Sequence[Example], name: str, system: str, batch_size: int = 64
+) -> List[List[Entity]]:
+    """Annotate the examples' predicted docs with the component (and those
+    before it) and read their entities' probabilities.
+
+    nlp (Language): the pipeline.
+    examples (Sequence[Example]): the annotated docs; their predicted docs
+        are annotated in place.
+    name (str): the component, from `entity_component`.
+    system (str): "crf_tagger" or "beam_ner".
+    batch_size (int): docs per model call.
+    RETURNS (List[List[Entity]]): per example, its predicted entities.
+    """
+    docs = [eg.predicted for eg in examples]
+    read = crf_entities if system == "crf_tagger" else beam_entities
+    return read(nlp, name, docs, batch_size)
+
+
+def gold_entity_count(examples: Sequence[Example]) -> int:
+    """The gold entities recall is measured against: those of every doc with
+    entity annotation, as spaCy's NER scorer counts them."""
+    return sum(len(eg.reference.ents) for eg in examples if eg.reference.has_annotation("ENT_IOB"))
+
+
+def _ratio(a: int, b: int) -> Optional[float]:
+    return a / b if b else None
+
+
+def threshold_curve(outcomes: Outcomes, n_gold: int, thresholds: Sequence[float]) -> List[Dict[str, Any]]:
+    """Precision, recall and F1 of the entities with probability >= t, per t.
+
+    outcomes (Outcomes): the predicted entities that were judged, their
+        probabilities and whether each was right.
+    n_gold (int): the gold entities.
+    thresholds (Sequence[float]): the values t, each in [0, 1].
+    RETURNS (List[Dict[str, Any]]): per t, "threshold", "kept", "tp", "fp",
+        "fn", "gold", "precision", "recall" and "f1" (None where undefined).
+    """
+    rows = []
+    for t in thresholds:
+        kept = outcomes.probs >= t
+        tp = int(outcomes.right[kept].sum())
+        n_kept = int(kept.sum())
+        precision, recall = _ratio(tp, n_kept), _ratio(tp, n_gold)
+        f1 = None
+        if precision is not None and recall is not None:
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        rows.append({
+            "threshold": float(t), "kept": n_kept, "tp": tp, "fp": n_kept - tp, "fn": n_gold - tp,
+            "gold": n_gold, "precision": precision, "recall": recall, "f1": f1,
+        })
+    return rows
+
+
+def plot(result: Dict[str, Any], path: Path) -> None:
+    """Draw precision, recall and F1 against the threshold t into an image file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["thresholds"]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for key, style in (("precision", "o-"), ("recall", "s-"), ("f1", "^--")):
+        points = [(row["threshold"], row[key]) for row in rows if row[key] is not None]
+        ax.plot([t for t, _ in points], [v for _, v in points], style, markersize=3, label=key)
+    ents = result["entities"]
+    ece = "-" if ents["ece"] is None else f"{ents['ece']:.3f}"
+    temperature = f", tau = {result['temperature']:.3g}" if result.get("temperature") is not None else ""
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("threshold t: entities kept have probability >= t")
+    ax.set_ylabel("precision / recall (exact span and label)")
+    ax.set_title(f"{result['system']}{temperature}: n = {ents['n']:,}, ECE {ece}", fontsize=10)
+    ax.grid(True, linewidth=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    fig.suptitle(f"{result['model']} on {Path(result['dev']).name}", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def _fmt(value: Optional[float], digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summary_lines(result: Dict[str, Any]) -> List[str]:
+    """The printed summary: ECE, Brier, P@0.9, and the curve."""
+    ents = result["entities"]
+    at = ents["precision_at"]
+    temperature = f" tau={result['temperature']:.4g}" if result.get("temperature") is not None else ""
+    lines = [
+        f"{result['system']} ({result['component']}){temperature}: {ents['n']} entities, "
+        f"{result['gold_entities']} gold; ECE {_fmt(ents['ece'])}, Brier {_fmt(ents['brier'])}, "
+        f"P@0.5 {_fmt(at['0.5']['precision'])} (n={at['0.5']['n']}), "
+        f"P@0.9 {_fmt(at['0.9']['precision'])} (n={at['0.9']['n']})",
+        "     t    kept        P        R       F1",
+    ]
+    for row in result["thresholds"]:
+        lines.append(f"{row['threshold']:6.2f} {row['kept']:7d} {_fmt(row['precision']):>8} "
+                     f"{_fmt(row['recall']):>8} {_fmt(row['f1']):>8}")
+    return lines
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    for t in args.thresholds:
+        if not 0.0 <= t <= 1.0:
+            raise ValueError(EntityProbabilityErrors.E304.format(value=t))
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print(EntityProbabilityErrors.E306, file=sys.stderr)
+            return 1
+    import spacy
+    from spacy.training import Corpus
+
+    import spacy_crf.tagger  # noqa: F401  (registers crf_tagger)
+
+    from benchmarks.common import write_json
+
+    nlp = spacy.load(args.model)
+    name, system = entity_component(nlp, args.component)
+    examples = list(Corpus(args.dev, gold_preproc=args.gold_preproc)(nlp))
+    entities = entity_probabilities(nlp, examples, name, system, batch_size=args.batch_size)
+    outcomes = Outcomes.join(entity_outcomes(eg, doc_entities) for eg, doc_entities in zip(examples, entities))
+    n_gold = gold_entity_count(examples)
+    result: Dict[str, Any] = {"model": args.model, "dev": args.dev, "component": name, "system": system}
+    proc = nlp.get_pipe(name)
+    if system == "crf_tagger":
+        result["temperature"] = proc.temperature
+    else:
+        result["beam"] = {key: proc.cfg[key] for key in ("beam_width", "beam_density")}
+    result.update({
+        "gold_preproc": args.gold_preproc,
+        "bins": args.bins,
+        "predicted_entities": sum(len(doc_entities) for doc_entities in entities),
+        "gold_entities": n_gold,
+        "entities": curve(outcomes, args.bins),
+        "thresholds": threshold_curve(outcomes, n_gold, sorted(args.thresholds)),
+    })
+    write_json(result, Path(args.json))
+    if args.plot:
+        plot(result, Path(args.plot))
+    print("\n".join(summary_lines(result)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
