@@ -162,7 +162,7 @@ def plot(runs: Dict[str, Dict], path: Path, score: str) -> None:
     ax.set_xlabel("wall time (minutes)")
     ax.set_ylabel(f"dev {score}")
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="center right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)

@@ -304,9 +304,48 @@ def peers(root: Path) -> Optional[str]:
     return head + "\n\n" + "\n".join(lines)
 
 
+def entity_probabilities(root: Path) -> Optional[str]:
+    """metrics/calibration/entities_*.json: the project's `entity-probabilities` command."""
+    records = {path.stem[len("entities_"):]: load(path)
+               for path in sorted((root / "metrics" / "calibration").glob("entities_*.json"))}
+    if not records:
+        return None
+    lines = ["| model | system | probabilities | n | ECE | Brier | precision of p >= 0.9 (n) |",
+             "|---|---|---|---|---|---|---|"]
+    for name, r in records.items():
+        e = r["entities"]
+        kind = (f"exact posteriors, tau = {r['temperature']:.2f}" if r["system"] == "crf_tagger"
+                else f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})")
+        at = (e.get("precision_at") or {}).get("0.9") or {}
+        high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
+        lines.append(f"| `{name}` | {r['system']} | {kind} | {e['n']:,} | {e['ece']:.4f} | {e['brier']:.4f} | {high} |")
+    shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
+    curve = ["| t | " + " | ".join(f"`{name}` P / R / F1" for name in records) + " |",
+             "|---|" + "---|" * len(records)]
+    for t in shown:
+        cells = []
+        for r in records.values():
+            row = next((x for x in r["thresholds"] if abs(x["threshold"] - t) < 1e-9), None)
+            if row is None:
+                cells.append("-")
+                continue
+            fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"
+            cells.append(f"{fmt(row['precision'])} / {fmt(row['recall'])} / {fmt(row['f1'])}")
+        curve.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
+    images = [f"![precision and recall over t, {name}](images/pr_{name}.png)" for name in records
+              if (root / "metrics" / "calibration" / f"pr_{name}.png").exists()]
+    first = next(iter(records.values()))
+    head = (f"{environment_line(*records.values())} On {Path(first['dev']).name}, "
+            f"{'gold tokens' if first.get('gold_preproc') else 'raw text'}; ECE: 15 equal-width bins.")
+    return (head + "\n\n" + "\n".join(lines) + "\n\nKeeping only the entities with probability >= t "
+            "(crf_tagger's `ents_threshold`), in percent:\n\n" + "\n".join(curve)
+            + ("\n\n" + "\n".join(images) if images else ""))
+
+
 def copy_images(root: Path) -> None:
     """The plots the docs show (reliability diagrams, time to accuracy), into docs/images/."""
     images = sorted((root / "metrics" / "calibration").glob("reliability_*.png"))
+    images += sorted((root / "metrics" / "calibration").glob("pr_*.png"))
     images += sorted((root / "metrics" / "speed").glob("time_to_accuracy.png"))
     if images:
         (root / "docs" / "images").mkdir(parents=True, exist_ok=True)
@@ -350,6 +389,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
     "time-to-accuracy": time_to_accuracy,
     "peers": peers,
+    "entity-probabilities": entity_probabilities,
     "probability-overhead": probability_overhead,
     "predict-stages": predict_stages,
     "calibration": calibration,
