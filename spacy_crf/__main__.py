@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Fit the temperature tau of the CRF's probabilities, P(y|x) proportional to "
             "exp(Score(x, y) / tau), on the annotated docs DEV by minimizing the negative "
-            "log-likelihood of their gold labels; save it in the component's cfg (in MODEL, or "
+            "log-likelihood of their gold labels (or, --objective entities, the log loss of the "
+            "decoded entities' posteriors); save it in the component's cfg (in MODEL, or "
             "in a copy of the pipeline at --output) and print the NLL, ECE and Brier score "
             "before and after. The predicted labels do not change."
         ),
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--component", default=None, help="the crf_tagger to calibrate (default: the only one)")
     calibrate.add_argument("--batch-size", type=int, default=64, help="docs per model call")
     calibrate.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on; -1 for the CPU")
+    calibrate.add_argument("--objective", choices=["tokens", "entities"], default="tokens",
+                           help="minimise the gold labels' NLL (tokens), or, for target ents, the log loss "
+                                "of the decoded entities' posteriors (entities)")
     calibrate.add_argument("--dry-run", action="store_true", help="fit and print, save nothing")
     return parser
 
@@ -121,6 +125,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         result = calibrate(
             args.model, args.dev, output=args.output, gold_preproc=args.gold_preproc,
             component=args.component, batch_size=args.batch_size, write=not args.dry_run,
+            objective=args.objective,
         )
     except (ValueError, OSError) as err:
         msg.fail(str(err))

@@ -4,9 +4,12 @@ after (`python -m spacy_crf calibrate`).
 
 The component's probabilities are those of P_tau(y | x), proportional to
 exp(Score(x, y) / tau) (see `CRFTagger.temperature`); decoding does not
-depend on tau. The fit minimises the negative log-likelihood of the gold
-labels, summed over the docs with partial labels summed over as in training,
-by a golden-section search over log tau in [LOW, HIGH]: deterministic, and
+depend on tau. The fit minimises, by default (objective "tokens"), the
+negative log-likelihood of the gold labels, summed over the docs with partial
+labels summed over as in training; with objective "entities" (target "ents"),
+the log loss of the decoded entities' posteriors against whether each is
+exactly a gold entity, which is what a user of `span._.crf_prob` and
+`ents_threshold` reads. Either by a golden-section search over log tau in [LOW, HIGH]: deterministic, and
 the result is never worse on the docs than tau = 1 or the stored value,
 which are tried too. The network runs once: the CRF scores of the docs are
 kept (`GoldScores`), and each tried tau reruns only the CRF's forward pass.
@@ -31,6 +34,10 @@ from .threads import torch_threads
 # the range of the search, and its precision in log tau (0.1 % of tau)
 LOW, HIGH = 0.01, 100.0
 TOLERANCE = 1e-3
+# what a fit minimises: the gold labels' NLL, or the decoded entities' log loss
+OBJECTIVES = ("tokens", "entities")
+# probabilities are clipped to [EPS, 1 - EPS] in the entities' log loss
+EPS = 1e-9
 
 
 @dataclass
@@ -131,6 +138,21 @@ class GoldScores:
                 total += batch.with_temperature(temperature).negative_log_likelihood(gold, excluded)
         return total
 
+    def entity_log_loss(self, temperature: float) -> float:
+        """The summed log loss of the decoded entities' posteriors at a
+        temperature against whether each is exactly a gold entity (target
+        "ents"; 0.0 when no entity is decoded).
+
+        temperature (float): tau > 0.
+        RETURNS (float): sum of -log p (right) or -log(1 - p) (wrong).
+        """
+        entities = self.report(temperature).entities
+        if entities is None or not len(entities):
+            return 0.0
+        probs = numpy.clip(numpy.asarray(entities.probs, dtype="float64"), EPS, 1.0 - EPS)
+        right = numpy.asarray(entities.right, dtype=bool)
+        return float(-numpy.where(right, numpy.log(probs), numpy.log1p(-probs)).sum())
+
     def report(self, temperature: float) -> CalibrationReport:
         """The NLL per gold token and the calibration of the predictions at a
         temperature (the predictions themselves do not depend on it).
@@ -229,8 +251,8 @@ def golden_section(
 class TemperatureFit:
     """A fitted temperature.
 
-    temperature (float): the tau of least NLL found.
-    nll (Dict[float, float]): the summed NLL at every tau tried.
+    temperature (float): the tau of least NLL (or entity log loss) found.
+    nll (Dict[float, float]): the summed objective at every tau tried.
     at_edge (bool): whether tau is at an end of the searched range (the
         NLL may fall further outside it).
     """
@@ -287,6 +309,7 @@ class CalibrationResult:
     n_unknown_labels (int): tokens whose gold label the model does not have
         (summed over in the NLL, wrong predictions in ECE and Brier).
     written (Optional[Path]): where the pipeline was saved, None if nowhere.
+    objective (str): what the fit minimised, "tokens" or "entities".
     """
 
     name: str
@@ -297,12 +320,14 @@ class CalibrationResult:
     n_gold_tokens: int
     n_unknown_labels: int
     written: Optional[Path] = None
+    objective: str = "tokens"
 
     def to_dict(self) -> Dict[str, Any]:
         """RETURNS (Dict[str, Any]): JSON-able numbers."""
         return {
             "component": self.name,
             "temperature": self.after.temperature,
+            "objective": self.objective,
             "before": self.before.metrics(),
             "after": self.after.metrics(),
             "at_edge": self.fit.at_edge,
@@ -340,6 +365,7 @@ def calibrate(
     batch_size: int = 64,
     write: bool = True,
     nlp: Optional[Language] = None,
+    objective: str = "tokens",
 ) -> CalibrationResult:
     """Fit the temperature of a pipeline's crf_tagger on annotated docs and
     save it in the component's cfg.
@@ -356,6 +382,8 @@ def calibrate(
     batch_size (int): docs per model call.
     write (bool): False fits and reports without saving anything.
     nlp (Optional[Language]): the pipeline already loaded from `model`.
+    objective (str): "tokens" (the gold labels' NLL) or "entities" (target
+        "ents": the decoded entities' log loss).
     RETURNS (CalibrationResult): the temperatures, the metrics before and
         after, and where the pipeline was saved.
     """
@@ -365,6 +393,15 @@ def calibrate(
         nlp = spacy.load(model)
     name = crf_tagger_name(nlp, component)
     tagger = nlp.get_pipe(name)
+    if objective not in OBJECTIVES:
+        raise ValueError(Errors.E025.format(
+            what=f"component '{name}'", reason=f"the objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}",
+        ))
+    if objective == "entities" and tagger.cfg["target"] != "ents":
+        raise ValueError(Errors.E025.format(
+            what=f"component '{name}'", reason=f"objective 'entities' needs target 'ents', not "
+            f"'{tagger.cfg['target']}'",
+        ))
     cfg_file = Path(model) / name / "cfg"
     if write and output is None and not ((Path(model) / "config.cfg").is_file() and cfg_file.is_file()):
         raise ValueError(Errors.E025.format(
@@ -379,7 +416,8 @@ def calibrate(
             f"of its target '{tagger.cfg['target']}' among its labels",
         ))
     previous = tagger.temperature
-    fit = fit_temperature(scores.nll, candidates=sorted({1.0, previous}))
+    loss = scores.nll if objective == "tokens" else scores.entity_log_loss
+    fit = fit_temperature(loss, candidates=sorted({1.0, previous}))
     before, after = scores.report(previous), scores.report(fit.temperature)
     written = None
     if write:
@@ -391,5 +429,5 @@ def calibrate(
             srsly.write_json(cfg_file, tagger.cfg)  # what the component's to_disk writes as "cfg"
             written = Path(model)
     return CalibrationResult(
-        name, before, after, fit, len(examples), scores.n_gold_tokens, scores.n_unknown_labels, written
+        name, before, after, fit, len(examples), scores.n_gold_tokens, scores.n_unknown_labels, written, objective
     )

@@ -531,6 +531,36 @@ def test_calibrate_entities(ner_nlp, tmp_path, capsys):
     assert spacy.load(tmp_path / "out").get_pipe("crf_tagger").temperature == pytest.approx(result["temperature"])
 
 
+def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, tmp_path, capsys):
+    """--objective entities: tau minimises the decoded entities' log loss (by
+    hand from their posteriors), not the gold labels' NLL."""
+    from spacy.training import Corpus
+
+    from spacy_crf.temperature import GoldScores
+
+    ner_nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
+    assert main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output",
+                 str(tmp_path / "out"), "--objective", "entities"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["objective"] == "entities"
+    tau = result["temperature"]
+    nlp = spacy.load(tmp_path / "model")
+    scores = GoldScores(nlp, "crf_tagger", list(Corpus(tmp_path / "dev.spacy")(nlp)))
+
+    def by_hand(t):
+        entities = scores.report(t).entities
+        probs = numpy.clip(numpy.asarray(entities.probs, dtype="float64"), 1e-9, 1 - 1e-9)
+        right = numpy.asarray(entities.right, dtype=bool)
+        return float(-numpy.where(right, numpy.log(probs), numpy.log(1 - probs)).sum())
+
+    assert len(scores.report(1.0).entities) > 0
+    assert scores.entity_log_loss(tau) == pytest.approx(by_hand(tau))
+    for other in (tau * 0.9, tau * 1.1, 1.0, 0.5, 2.0):
+        assert by_hand(tau) <= by_hand(other) + 1e-6
+    assert spacy.load(tmp_path / "out").get_pipe("crf_tagger").temperature == pytest.approx(tau)
+
+
 def test_calibrate_errors(tagger_nlp, tmp_path, capsys):
     tagged_docbin(tmp_path / "dev.spacy", DEV_SENTENCES)
     blank = spacy.blank("en")
@@ -545,6 +575,11 @@ def test_calibrate_errors(tagger_nlp, tmp_path, capsys):
 
     with pytest.raises(ValueError, match=r"\[E025\].*--output"):
         calibrate("not_a_folder", tmp_path / "dev.spacy", nlp=tagger_nlp)
+    # the entities' objective needs entities; an unknown objective is refused
+    with pytest.raises(ValueError, match=r"\[E025\].*needs target 'ents'"):
+        calibrate(tmp_path / "model", tmp_path / "dev.spacy", write=False, objective="entities")
+    with pytest.raises(ValueError, match=r"\[E025\].*objective must be one of"):
+        calibrate(tmp_path / "model", tmp_path / "dev.spacy", write=False, objective="spans")
     # dev docs without gold tags
     DocBin(docs=[Doc(blank.vocab, words=["ham"])]).to_disk(tmp_path / "bare.spacy")
     with pytest.raises(ValueError, match=r"\[E025\].*no gold label"):
