@@ -226,16 +226,23 @@ def rejected_spans(root: Path) -> Optional[str]:
     head = (
         f"`{r['config']}`; {r['annotated_docs']:,} of {r['train_docs']:,} train docs annotated fully; the weak "
         f"model ({r['weak_steps']:,} steps on them) scores {r['weak_model']['ents_f']:.2f} F1 on dev and "
-        f"proposes {r['rejected_spans']:,} wrong entities on the other {r['rejection_docs']:,} docs (which hold "
-        f"{r['gold_entities_in_rejection_docs']:,} gold entities, unseen by both models); both models "
-        f"{r['steps']:,} steps."
+        f"proposes entities on the other {r['answered_docs']:,} docs (which hold "
+        f"{r['gold_entities_in_answered_docs']:,} gold entities): the annotator accepts {r['accepted_spans']:,} "
+        f"and rejects {r['rejected_spans']:,}; every model {r['steps']:,} steps."
     )
+    labels = {
+        "annotated": "annotated docs only (the others unannotated)",
+        "rejected": "annotated docs + the others' rejected spans",
+        "accepted": "annotated docs + the others' accepted spans",
+        "accepted+rejected": "annotated docs + the others' accepted and rejected spans",
+    }
     lines = ["| training data | ents_p | ents_r | ents_f |", "|---|---|---|---|"]
-    for name, label in [("without", "annotated docs only (the others unannotated)"),
-                        ("with", "annotated docs + the others' rejected spans")]:
-        scores = r[name]
-        lines.append(f"| {label} | {scores['ents_p']:.2f} | {scores['ents_r']:.2f} | {scores['ents_f']:.2f} |")
-    return head + "\n\n" + "\n".join(lines) + f"\n\nF1 gain from the rejections: {r['ents_f_gain']:+.2f}."
+    for name, scores in r["arms"].items():
+        lines.append(f"| {labels[name]} | {scores['ents_p']:.2f} | {scores['ents_r']:.2f} | {scores['ents_f']:.2f} |")
+    gains = {"rejections_beside_accepts": "the rejections beside the accepted spans",
+             "rejections_alone": "the rejections as the only answers"}
+    notes = [f"F1 gain from {gains[name]}: {gain:+.2f}." for name, gain in r["ents_f_gain"].items()]
+    return head + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(notes)
 
 
 def calibration(root: Path) -> Optional[str]:
@@ -310,15 +317,18 @@ def entity_probabilities(root: Path) -> Optional[str]:
                for path in sorted((root / "metrics" / "calibration").glob("entities_*.json"))}
     if not records:
         return None
-    lines = ["| model | system | probabilities | n | ECE | Brier | precision of p >= 0.9 (n) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| model | system | probabilities | measured on | n | ECE | ECE of sampling alone | Brier "
+             "| precision of p >= 0.9 (n) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in records.items():
         e = r["entities"]
         kind = (f"exact posteriors, tau = {r['temperature']:.2f}" if r["system"] == "crf_tagger"
                 else f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})")
         at = (e.get("precision_at") or {}).get("0.9") or {}
         high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
-        lines.append(f"| `{name}` | {r['system']} | {kind} | {e['n']:,} | {e['ece']:.4f} | {e['brier']:.4f} | {high} |")
+        floor = "-" if e.get("ece_sampling") is None else f"{e['ece_sampling']:.4f}"
+        lines.append(f"| `{name}` | {r['system']} | {kind} | {Path(r['dev']).name} | {e['n']:,} | {e['ece']:.4f} "
+                     f"| {floor} | {e['brier']:.4f} | {high} |")
     shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
     curve = ["| t | " + " | ".join(f"`{name}` P / R / F1" for name in records) + " |",
              "|---|" + "---|" * len(records)]
@@ -335,8 +345,9 @@ def entity_probabilities(root: Path) -> Optional[str]:
     images = [f"![precision and recall over t, {name}](images/pr_{name}.png)" for name in records
               if (root / "metrics" / "calibration" / f"pr_{name}.png").exists()]
     first = next(iter(records.values()))
-    head = (f"{environment_line(*records.values())} On {Path(first['dev']).name}, "
-            f"{'gold tokens' if first.get('gold_preproc') else 'raw text'}; ECE: 15 equal-width bins.")
+    head = (f"{environment_line(*records.values())} {'Gold tokens' if first.get('gold_preproc') else 'Raw text'}; "
+            "ECE: 15 equal-width bins; the ECE of sampling alone is what a perfectly calibrated model with the same "
+            "probabilities would show on as many entities (`spacy_crf.calibration.sampling_ece`).")
     return (head + "\n\n" + "\n".join(lines) + "\n\nKeeping only the entities with probability >= t "
             "(crf_tagger's `ents_threshold`), in percent:\n\n" + "\n".join(curve)
             + ("\n\n" + "\n".join(images) if images else ""))

@@ -2,29 +2,36 @@
 
     python -m scripts.rejected_spans corpus/uner-train.spacy corpus/uner-dev.spacy \\
         [--config configs/ner.cfg] [--annotated 0.2] [--weak-steps 1000] [--steps 2000] \\
+        [--arms annotated rejected accepted accepted+rejected] \\
         [--workdir training/rejected_spans] [--output metrics/ner/rejected_spans.json]
 
 The setting: an annotator has labelled a share (`--annotated`) of the training
-docs fully. A weak model trained on them proposes entities on the rest; the
-annotator rejects the wrong ones (the proposals that are not gold entities) and
-does nothing else. Then two models train on all the docs, the same config,
-steps and seed:
+docs fully. A weak model trained on them proposes entities on the rest, and the
+annotator answers each proposal with accept (it is a gold entity) or reject
+(it is not), as in binary annotation tools; nothing else in those docs is
+known. Then models train on all the docs, the same config, steps and seed,
+one per arm, the arms differing only in what the other docs carry:
 
-- `without`: the rest of the docs carry no annotation (every label unknown:
-  they add nothing to the loss), i.e. only the annotated share counts;
-- `with`: the rest carry their rejected spans in doc.spans["incorrect_spans"]
-  and crf_tagger's `incorrect_spans_key = "incorrect_spans"` leaves every path
-  containing one out of the gold sum.
+- `annotated`: nothing (every label unknown: they add nothing to the loss);
+- `rejected`: their rejected spans only, in doc.spans["incorrect_spans"]
+  (crf_tagger's `incorrect_spans_key` leaves every path containing one out of
+  the gold sum);
+- `accepted`: their accepted spans only, as entities with every other token's
+  label unknown;
+- `accepted+rejected`: both, i.e. all of the annotator's answers.
 
-Both are scored on the dev corpus (`spacy evaluate`, ents_f/p/r). The JSON
-holds the setup (docs, the weak model's dev F1, rejected spans) and both scores.
+Every arm is scored on the dev corpus (`spacy evaluate`, ents_f/p/r). What the
+rejections buy is `accepted+rejected` - `accepted` (the answers with and
+without the rejections) and `rejected` - `annotated` (rejections as the only
+answers). The JSON holds the setup (docs, the weak model's dev F1, accepted and
+rejected spans), every arm's scores and both gains.
 """
 import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import spacy
 from spacy.tokens import Doc, DocBin, Span
@@ -32,6 +39,8 @@ from spacy.tokens import Doc, DocBin, Span
 from .common import print_and_write
 
 KEY = "incorrect_spans"
+ARMS = ("annotated", "rejected", "accepted", "accepted+rejected")
+GAINS = {"rejections_beside_accepts": ("accepted+rejected", "accepted"), "rejections_alone": ("rejected", "annotated")}
 
 
 def train(config: str, train_path: Path, dev: str, output: Path, steps: int, overrides: List[str]) -> None:
@@ -57,16 +66,27 @@ def bare(doc: Doc) -> Doc:
     return Doc(doc.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
 
 
-def rejections(nlp, docs: List[Doc]) -> List[Doc]:
-    """Bare copies of the docs with the weak model's wrong entities as rejected spans."""
-    rejected_docs = []
+def answers(nlp, docs: List[Doc]) -> List[Tuple[List[Span], List[Span]]]:
+    """The annotator's answers to the weak model's proposals on each doc:
+    (accepted, rejected) spans of the gold doc."""
+    result = []
     for gold, predicted in zip(docs, nlp.pipe(bare(doc) for doc in docs)):
         gold_spans = {(e.start, e.end, e.label_) for e in gold.ents}
-        doc = bare(gold)
-        wrong = [e for e in predicted.ents if (e.start, e.end, e.label_) not in gold_spans]
-        doc.spans[KEY] = [Span(doc, e.start, e.end, label=e.label_) for e in wrong]
-        rejected_docs.append(doc)
-    return rejected_docs
+        proposals = [Span(gold, e.start, e.end, label=e.label_) for e in predicted.ents]
+        accepted = [s for s in proposals if (s.start, s.end, s.label_) in gold_spans]
+        rejected = [s for s in proposals if (s.start, s.end, s.label_) not in gold_spans]
+        result.append((accepted, rejected))
+    return result
+
+
+def with_answers(gold: Doc, accepted: List[Span], rejected: List[Span]) -> Doc:
+    """A bare copy of the doc carrying the given answers: the accepted spans
+    as entities (every other token's label unknown), the rejected ones in
+    doc.spans[KEY]."""
+    doc = bare(gold)
+    doc.set_ents([Span(doc, s.start, s.end, label=s.label_) for s in accepted], default="missing")
+    doc.spans[KEY] = [Span(doc, s.start, s.end, label=s.label_) for s in rejected]
+    return doc
 
 
 def main(argv=None) -> int:
@@ -77,6 +97,7 @@ def main(argv=None) -> int:
     parser.add_argument("--annotated", type=float, default=0.2, help="share of the train docs annotated fully")
     parser.add_argument("--weak-steps", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--workdir", type=Path, default=Path("training/rejected_spans"))
     parser.add_argument("--output", type=Path, default=Path("metrics/ner/rejected_spans.json"))
     args = parser.parse_args(argv)
@@ -91,31 +112,37 @@ def main(argv=None) -> int:
     train(args.config, annotated_path, args.dev, weak_dir, args.weak_steps, [])
     weak = spacy.load(weak_dir / "model-best")
     weak_scores = evaluate(weak_dir / "model-best", args.dev)
-    rejected = rejections(weak, rest)
-    plain_path, rejected_path = args.workdir / "without.spacy", args.workdir / "with.spacy"
-    DocBin(docs=annotated + [bare(doc) for doc in rest]).to_disk(plain_path)
-    DocBin(docs=annotated + rejected, store_user_data=True).to_disk(rejected_path)
+    replies = answers(weak, rest)
+    carried = {
+        "annotated": lambda doc, acc, rej: with_answers(doc, [], []),
+        "rejected": lambda doc, acc, rej: with_answers(doc, [], rej),
+        "accepted": lambda doc, acc, rej: with_answers(doc, acc, []),
+        "accepted+rejected": with_answers,
+    }
     results = {}
-    for name, path, extra in [
-        ("without", plain_path, []),
-        ("with", rejected_path, ["--components.crf_tagger.incorrect_spans_key", KEY]),
-    ]:
-        output = args.workdir / name
-        train(args.config, path, args.dev, output, args.steps, extra)
-        results[name] = evaluate(output / "model-best", args.dev)
+    for arm in args.arms:
+        path = args.workdir / f"{arm}.spacy"
+        others = [carried[arm](doc, acc, rej) for doc, (acc, rej) in zip(rest, replies)]
+        DocBin(docs=annotated + others, store_user_data=True).to_disk(path)
+        output = args.workdir / arm
+        train(args.config, path, args.dev, output, args.steps, ["--components.crf_tagger.incorrect_spans_key", KEY])
+        results[arm] = evaluate(output / "model-best", args.dev)
     record = {
         "config": args.config,
         "train_docs": len(docs),
         "annotated_docs": len(annotated),
-        "rejection_docs": len(rest),
-        "rejected_spans": sum(len(doc.spans[KEY]) for doc in rejected),
-        "gold_entities_in_rejection_docs": sum(len(doc.ents) for doc in rest),
+        "answered_docs": len(rest),
+        "accepted_spans": sum(len(acc) for acc, _ in replies),
+        "rejected_spans": sum(len(rej) for _, rej in replies),
+        "gold_entities_in_answered_docs": sum(len(doc.ents) for doc in rest),
         "weak_steps": args.weak_steps,
         "weak_model": weak_scores,
         "steps": args.steps,
-        "without": results["without"],
-        "with": results["with"],
-        "ents_f_gain": round(results["with"]["ents_f"] - results["without"]["ents_f"], 2),
+        "arms": results,
+        "ents_f_gain": {
+            name: round(results[a]["ents_f"] - results[b]["ents_f"], 2)
+            for name, (a, b) in GAINS.items() if a in results and b in results
+        },
     }
     print_and_write(record, args.output)
     return 0

@@ -57,11 +57,30 @@ def test_morph_and_rejected_spans_tables(tmp_path):
     assert "| 90.00 | 85.00 |" in table
     scores = {"ents_p": 80.0, "ents_r": 70.0, "ents_f": 74.67}
     write(tmp_path / "metrics" / "ner" / "rejected_spans.json", {
-        "config": "configs/ner.cfg", "train_docs": 100, "annotated_docs": 20, "rejection_docs": 80,
-        "rejected_spans": 55, "gold_entities_in_rejection_docs": 300, "weak_steps": 10,
-        "weak_model": {"ents_f": 50.0}, "steps": 20, "without": scores,
-        "with": {**scores, "ents_f": 76.0}, "ents_f_gain": 1.33,
+        "config": "configs/ner.cfg", "train_docs": 100, "annotated_docs": 20, "answered_docs": 80,
+        "accepted_spans": 40, "rejected_spans": 55, "gold_entities_in_answered_docs": 300, "weak_steps": 10,
+        "weak_model": {"ents_f": 50.0}, "steps": 20,
+        "arms": {"accepted": scores, "accepted+rejected": {**scores, "ents_f": 76.0}},
+        "ents_f_gain": {"rejections_beside_accepts": 1.33},
     })
     table = rejected_spans(tmp_path)
-    assert "| annotated docs + the others' rejected spans | 80.00 | 70.00 | 76.00 |" in table
-    assert "F1 gain from the rejections: +1.33." in table
+    assert "the annotator accepts 40 and rejects 55" in table
+    assert "| annotated docs + the others' accepted and rejected spans | 80.00 | 70.00 | 76.00 |" in table
+    assert "F1 gain from the rejections beside the accepted spans: +1.33." in table
+
+
+def test_entity_probabilities_table(tmp_path):
+    from scripts.docs_tables import entity_probabilities
+
+    assert entity_probabilities(tmp_path) is None
+    curve = {"n": 400, "ece": 0.05, "ece_sampling": 0.031, "brier": 0.17,
+             "precision_at": {"0.9": {"n": 30, "precision": 0.9}}}
+    rows = [{"threshold": 0.5, "precision": 0.8, "recall": 0.5, "f1": 0.615}]
+    write(tmp_path / "metrics" / "calibration" / "entities_ner.json", {
+        "dev": "corpus/uner-dev-odd.spacy", "system": "crf_tagger", "temperature": 2.0, "gold_preproc": True,
+        "environment": ENV, "entities": curve, "thresholds": rows,
+    })
+    table = entity_probabilities(tmp_path)
+    assert "| `ner` | crf_tagger | exact posteriors, tau = 2.00 | uner-dev-odd.spacy | 400 | 0.0500 | 0.0310 | 0.1700 " \
+        "| 0.9000 (30) |" in table
+    assert "| 0.50 | 80.0 / 50.0 / 61.5 |" in table

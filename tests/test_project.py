@@ -419,8 +419,9 @@ def test_morph_configs_take_the_treebanks_language(lang):
 
 @pytest.mark.slow
 def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
-    """scripts.rejected_spans on a tiny entity corpus: three real trainings,
-    the with/without scores and the setup in its JSON."""
+    """scripts.rejected_spans on a tiny entity corpus: real trainings (the
+    weak model and two arms), every arm's scores, the gain and the setup in
+    its JSON; the answers split the weak model's proposals."""
     import spacy
     from spacy.tokens import DocBin
     from spacy.training import Example
@@ -434,10 +435,46 @@ def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
     output = tmp_path / "result.json"
     run([sys.executable, "-m", "scripts.rejected_spans", str(tmp_path / "train.spacy"), str(tmp_path / "dev.spacy"),
          "--config", str(ROOT / "configs" / "ner.cfg"), "--annotated", "0.25", "--weak-steps", "4", "--steps", "4",
+         "--arms", "accepted", "accepted+rejected",
          "--workdir", str(tmp_path / "work"), "--output", str(output)], cwd=ROOT)
     record = json.loads(output.read_text())
-    assert record["train_docs"] == 12 and record["annotated_docs"] == 3 and record["rejection_docs"] == 9
-    assert record["rejected_spans"] >= 0 and record["gold_entities_in_rejection_docs"] == 15
-    for name in ("without", "with", "weak_model"):
-        assert 0.0 <= record[name]["ents_f"] <= 100.0
-    assert record["ents_f_gain"] == pytest.approx(record["with"]["ents_f"] - record["without"]["ents_f"], abs=0.011)
+    assert record["train_docs"] == 12 and record["annotated_docs"] == 3 and record["answered_docs"] == 9
+    assert record["accepted_spans"] <= 15 and record["gold_entities_in_answered_docs"] == 15
+    assert 0.0 <= record["weak_model"]["ents_f"] <= 100.0
+    assert set(record["arms"]) == {"accepted", "accepted+rejected"}
+    for scores in record["arms"].values():
+        assert 0.0 <= scores["ents_f"] <= 100.0
+    arms = record["arms"]
+    assert record["ents_f_gain"] == {
+        "rejections_beside_accepts": pytest.approx(arms["accepted+rejected"]["ents_f"] - arms["accepted"]["ents_f"], abs=0.011)
+    }
+    carried = DocBin().from_disk(tmp_path / "work" / "accepted+rejected.spacy").get_docs(nlp.vocab)
+    answered = list(carried)[3:]
+    assert sum(len(doc.ents) for doc in answered) == record["accepted_spans"]
+    assert sum(len(doc.spans["incorrect_spans"]) for doc in answered) == record["rejected_spans"]
+
+
+def test_answers_split_the_proposals_into_accepted_and_rejected():
+    """scripts.rejected_spans.answers/with_answers: proposals that are gold
+    entities are accepted, the others rejected; the answered doc's other
+    tokens are unknown."""
+    import spacy
+    from spacy.tokens import Span
+
+    from scripts.rejected_spans import KEY, answers, with_answers
+
+    nlp = spacy.blank("en")
+    gold = nlp.make_doc("Ada Lovelace met Charles Babbage in London")
+    gold.ents = [Span(gold, 0, 2, "PER"), Span(gold, 3, 5, "PER"), Span(gold, 6, 7, "LOC")]
+
+    def weak(doc):
+        doc.ents = [Span(doc, 0, 2, "PER"), Span(doc, 3, 4, "PER"), Span(doc, 6, 7, "ORG")]
+        return doc
+
+    weak_nlp = type("Weak", (), {"pipe": lambda self, docs: (weak(d) for d in docs)})()
+    [(accepted, rejected)] = answers(weak_nlp, [gold])
+    assert [(s.start, s.end, s.label_) for s in accepted] == [(0, 2, "PER")]
+    assert [(s.start, s.end, s.label_) for s in rejected] == [(3, 4, "PER"), (6, 7, "ORG")]
+    doc = with_answers(gold, accepted, rejected)
+    assert [t.ent_iob_ for t in doc] == ["B", "I", "", "", "", "", ""]
+    assert [(s.start, s.end, s.label_) for s in doc.spans[KEY]] == [(3, 4, "PER"), (6, 7, "ORG")]
