@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from spacy_crf.calibration import N_BINS, Outcomes, reliability_bins
+from spacy_crf.calibration import N_BINS, Outcomes, reliability_bins, sampling_ece
 from spacy_crf.temperature import CalibrationReport
 
 MATPLOTLIB_MISSING = "scripts.reliability draws with matplotlib, which is not installed: pip install matplotlib"
@@ -47,7 +47,8 @@ PRECISION_AT = (0.5, 0.9)
 
 
 def curve(outcomes: Outcomes, n_bins: int) -> Dict[str, Any]:
-    """The ECE, Brier score, accuracy (share right), bins and, per threshold
+    """The ECE, the ECE of sampling alone (calibration.sampling_ece), Brier
+    score, accuracy (share right), bins and, per threshold
     t of PRECISION_AT, the share right of the predictions with probability >= t
     and their count, of some predictions, JSON-able."""
     bins = reliability_bins(outcomes.probs, outcomes.right, n_bins=n_bins)
@@ -55,7 +56,9 @@ def curve(outcomes: Outcomes, n_bins: int) -> Dict[str, Any]:
     for t in PRECISION_AT:
         kept = outcomes.probs >= t
         precision[str(t)] = {"n": int(kept.sum()), "precision": float(outcomes.right[kept].mean()) if kept.any() else None}
-    return {**outcomes.metrics(n_bins), "n": len(outcomes), "bins": bins.to_dict(), "precision_at": precision}
+    floor = sampling_ece(outcomes.probs, n_bins=n_bins) if len(outcomes) else None
+    return {**outcomes.metrics(n_bins), "ece_sampling": floor, "n": len(outcomes), "bins": bins.to_dict(),
+            "precision_at": precision}
 
 
 def summary(before: CalibrationReport, after: CalibrationReport, n_bins: int) -> Dict[str, Any]:

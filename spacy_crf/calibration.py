@@ -150,6 +150,27 @@ def expected_calibration_error(probs: Sequence[float], right: Sequence[bool], n_
     return float((bins.counts[full] * gaps).sum() / total)
 
 
+def sampling_ece(probs: Sequence[float], n_bins: int = N_BINS, draws: int = 200, seed: int = 0) -> float:
+    """The ECE that sampling alone gives: the mean ECE of a perfectly
+    calibrated predictor with these probabilities, each prediction drawn
+    right with its probability, over `draws` draws. An ECE measured on this
+    many predictions cannot be told from calibrated below about this value.
+
+    probs (Sequence[float]): each prediction's probability, in [0, 1].
+    n_bins (int): equal-width bins of probability (15 by default).
+    draws (int): sets of outcomes drawn.
+    seed (int): the random generator's seed (the result is reproducible).
+    RETURNS (float): in [0, 1]; NaN for no predictions.
+    """
+    p, _ = _checked(probs, numpy.zeros(len(probs), dtype=bool))
+    if not len(p):
+        return float("nan")
+    rng = numpy.random.default_rng(seed)
+    return float(numpy.mean([
+        expected_calibration_error(p, rng.random(len(p)) < p, n_bins=n_bins) for _ in range(draws)
+    ]))
+
+
 def brier_score(probs: Sequence[float], right: Sequence[bool]) -> float:
     """The Brier score of binary outcomes: the mean of (p - right)^2.
 

@@ -642,3 +642,37 @@ def test_token_marginals_of_long_docs_with_large_scores_stay_probabilities():
         assert numpy.allclose(m.sum(1), 1.0, atol=1e-5)
     _, confidences = batch.decode_with_confidence()
     assert all((c <= 1.0 + 1e-6).all() for c in confidences)
+
+
+@pytest.mark.parametrize("interleave", [False, True])
+def test_split_corpus_halves(tmp_path, interleave, capsys):
+    """scripts.split_corpus: every doc lands in exactly one half; the
+    contiguous split keeps order, the interleaved one alternates."""
+    from scripts.split_corpus import main as split_main
+
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc(f"doc {i}") for i in range(7)]
+    DocBin(docs=docs).to_disk(tmp_path / "all.spacy")
+    argv = [str(tmp_path / "all.spacy"), str(tmp_path / "a.spacy"), str(tmp_path / "b.spacy")]
+    assert split_main(argv + (["--interleave"] if interleave else [])) == 0
+    halves = [[d.text for d in DocBin().from_disk(tmp_path / f"{h}.spacy").get_docs(nlp.vocab)] for h in "ab"]
+    if interleave:
+        assert halves == [[f"doc {i}" for i in (0, 2, 4, 6)], [f"doc {i}" for i in (1, 3, 5)]]
+    else:
+        assert halves == [[f"doc {i}" for i in (0, 1, 2)], [f"doc {i}" for i in (3, 4, 5, 6)]]
+
+
+def test_sampling_ece_is_the_ece_of_a_calibrated_predictor():
+    """sampling_ece: zero for certain predictions, shrinking with n, near
+    the ECE measured on outcomes truly drawn with the probabilities, and
+    reproducible."""
+    from spacy_crf.calibration import sampling_ece
+
+    assert sampling_ece([0.0, 1.0, 1.0]) == 0.0
+    assert math.isnan(sampling_ece([]))
+    rng = numpy.random.default_rng(1)
+    small, large = rng.uniform(0.3, 1.0, 100), rng.uniform(0.3, 1.0, 10_000)
+    assert sampling_ece(small) > 2 * sampling_ece(large) > 0.0
+    assert sampling_ece(small) == sampling_ece(small)
+    measured = [expected_calibration_error(small, rng.random(100) < small) for _ in range(400)]
+    assert sampling_ece(small, draws=400) == pytest.approx(numpy.mean(measured), rel=0.1)
