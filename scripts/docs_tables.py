@@ -18,7 +18,7 @@ import shutil
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
 from benchmarks.large_labels import table as large_labels_table
@@ -219,16 +219,25 @@ def morph(root: Path) -> Optional[str]:
 
 
 def rejected_spans(root: Path) -> Optional[str]:
-    """metrics/ner/rejected_spans.json: `python -m scripts.rejected_spans ...`."""
-    r = load(root / "metrics" / "ner" / "rejected_spans.json")
-    if r is None:
+    """metrics/ner/rejected_spans*.json: `python -m scripts.rejected_spans ...`, one
+    table per run (from scratch, going on from the weak model)."""
+    records = [load(path) for path in sorted((root / "metrics" / "ner").glob("rejected_spans*.json"))]
+    records = [r for r in records if r is not None]
+    if not records:
         return None
+    return "\n\n".join(_rejected_spans_run(r) for r in records)
+
+
+def _rejected_spans_run(r: Dict[str, Any]) -> str:
+    """One run of the rejected-spans experiment: its setup, arms and gains."""
+    training = (f"every arm goes on training the weak model for {r['steps']:,} more steps"
+                if r.get("start") == "weak" else f"every arm trains a new model for {r['steps']:,} steps")
     head = (
         f"`{r['config']}`; {r['annotated_docs']:,} of {r['train_docs']:,} train docs annotated fully; the weak "
         f"model ({r['weak_steps']:,} steps on them) scores {r['weak_model']['ents_f']:.2f} F1 on dev and "
         f"proposes entities on the other {r['answered_docs']:,} docs (which hold "
         f"{r['gold_entities_in_answered_docs']:,} gold entities): the annotator accepts {r['accepted_spans']:,} "
-        f"and rejects {r['rejected_spans']:,}; every model {r['steps']:,} steps."
+        f"and rejects {r['rejected_spans']:,}; {training}."
     )
     labels = {
         "annotated": "annotated docs only (the others unannotated)",

@@ -2,7 +2,7 @@
 
     python -m scripts.rejected_spans corpus/uner-train.spacy corpus/uner-dev.spacy \\
         [--config configs/ner.cfg] [--annotated 0.2] [--weak-steps 1000] [--steps 2000] \\
-        [--arms annotated rejected accepted accepted+rejected] \\
+        [--arms annotated rejected accepted accepted+rejected] [--start scratch|weak] \\
         [--workdir training/rejected_spans] [--output metrics/ner/rejected_spans.json]
 
 The setting: an annotator has labelled a share (`--annotated`) of the training
@@ -20,6 +20,10 @@ one per arm, the arms differing only in what the other docs carry:
   label unknown;
 - `accepted+rejected`: both, i.e. all of the annotator's answers.
 
+With `--start scratch` every arm trains a new model; with `--start weak` every
+arm goes on training the weak model (the loop of binary annotation tools: the
+model that proposed is updated with the answers), for `--steps` more steps.
+
 Every arm is scored on the dev corpus (`spacy evaluate`, ents_f/p/r). What the
 rejections buy is `accepted+rejected` - `accepted` (the answers with and
 without the rejections) and `rejected` - `annotated` (rejections as the only
@@ -28,12 +32,14 @@ rejected spans), every arm's scores and both gains.
 """
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import spacy
+import srsly
 from spacy.tokens import Doc, DocBin, Span
 
 from .common import print_and_write
@@ -59,6 +65,28 @@ def evaluate(model: Path, dev: str) -> Dict[str, float]:
     subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(model), dev, "--output", str(out)], check=True)
     scores = json.loads(out.read_text())
     return {key: round(100 * scores[key], 2) for key in ("ents_f", "ents_p", "ents_r")}
+
+
+def continued_config(config: str, weak_model: Path, workdir: Path) -> Path:
+    """A copy of the config whose crf_tagger is the weak model's, sourced (so
+    that `spacy train` resumes it instead of starting anew), with
+    incorrect_spans_key set to KEY in the copy of the weak model it sources
+    (its config and its saved cfg, which loading restores)."""
+    source = workdir / "weak-source"
+    if source.exists():
+        shutil.rmtree(source)
+    shutil.copytree(weak_model, source)
+    weak_config = spacy.util.load_config(source / "config.cfg")
+    weak_config["components"]["crf_tagger"]["incorrect_spans_key"] = KEY
+    weak_config.to_disk(source / "config.cfg")
+    saved = srsly.read_json(source / "crf_tagger" / "cfg")  # what from_disk restores
+    saved["incorrect_spans_key"] = KEY
+    srsly.write_json(source / "crf_tagger" / "cfg", saved)
+    cfg = spacy.util.load_config(config)
+    cfg["components"]["crf_tagger"] = {"source": str(source.resolve())}
+    path = workdir / "continued.cfg"
+    cfg.to_disk(path)
+    return path
 
 
 def bare(doc: Doc) -> Doc:
@@ -98,6 +126,8 @@ def main(argv=None) -> int:
     parser.add_argument("--weak-steps", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--start", choices=("scratch", "weak"), default="scratch",
+                        help="train every arm from scratch, or go on training the weak model")
     parser.add_argument("--workdir", type=Path, default=Path("training/rejected_spans"))
     parser.add_argument("--output", type=Path, default=Path("metrics/ner/rejected_spans.json"))
     args = parser.parse_args(argv)
@@ -120,12 +150,15 @@ def main(argv=None) -> int:
         "accepted+rejected": with_answers,
     }
     results = {}
+    config, overrides = args.config, ["--components.crf_tagger.incorrect_spans_key", KEY]
+    if args.start == "weak":
+        config, overrides = str(continued_config(args.config, weak_dir / "model-best", args.workdir)), []
     for arm in args.arms:
         path = args.workdir / f"{arm}.spacy"
         others = [carried[arm](doc, acc, rej) for doc, (acc, rej) in zip(rest, replies)]
         DocBin(docs=annotated + others, store_user_data=True).to_disk(path)
         output = args.workdir / arm
-        train(args.config, path, args.dev, output, args.steps, ["--components.crf_tagger.incorrect_spans_key", KEY])
+        train(config, path, args.dev, output, args.steps, overrides)
         results[arm] = evaluate(output / "model-best", args.dev)
     record = {
         "config": args.config,
@@ -137,6 +170,7 @@ def main(argv=None) -> int:
         "gold_entities_in_answered_docs": sum(len(doc.ents) for doc in rest),
         "weak_steps": args.weak_steps,
         "weak_model": weak_scores,
+        "start": args.start,
         "steps": args.steps,
         "arms": results,
         "ents_f_gain": {

@@ -67,6 +67,16 @@ def test_morph_and_rejected_spans_tables(tmp_path):
     assert "the annotator accepts 40 and rejects 55" in table
     assert "| annotated docs + the others' accepted and rejected spans | 80.00 | 70.00 | 76.00 |" in table
     assert "F1 gain from the rejections beside the accepted spans: +1.33." in table
+    assert "every arm trains a new model for 20 steps" in table
+    write(tmp_path / "metrics" / "ner" / "rejected_spans_weak.json", {
+        "config": "configs/ner.cfg", "train_docs": 100, "annotated_docs": 20, "answered_docs": 80,
+        "accepted_spans": 40, "rejected_spans": 55, "gold_entities_in_answered_docs": 300, "weak_steps": 10,
+        "weak_model": {"ents_f": 50.0}, "steps": 5, "start": "weak", "arms": {"accepted": scores},
+        "ents_f_gain": {},
+    })
+    table = rejected_spans(tmp_path)
+    assert "every arm goes on training the weak model for 5 more steps" in table
+    assert table.count("| training data |") == 2
 
 
 def test_entity_probabilities_table(tmp_path):

@@ -418,10 +418,12 @@ def test_morph_configs_take_the_treebanks_language(lang):
 
 
 @pytest.mark.slow
-def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
+@pytest.mark.parametrize("start", ["scratch", "weak"])
+def test_rejected_spans_experiment_runs_end_to_end(tmp_path, start):
     """scripts.rejected_spans on a tiny entity corpus: real trainings (the
-    weak model and two arms), every arm's scores, the gain and the setup in
-    its JSON; the answers split the weak model's proposals."""
+    weak model and two arms, new or going on from the weak model), every
+    arm's scores, the gain and the setup in its JSON; the answers split the
+    weak model's proposals."""
     import spacy
     from spacy.tokens import DocBin
     from spacy.training import Example
@@ -435,10 +437,11 @@ def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
     output = tmp_path / "result.json"
     run([sys.executable, "-m", "scripts.rejected_spans", str(tmp_path / "train.spacy"), str(tmp_path / "dev.spacy"),
          "--config", str(ROOT / "configs" / "ner.cfg"), "--annotated", "0.25", "--weak-steps", "4", "--steps", "4",
-         "--arms", "accepted", "accepted+rejected",
+         "--arms", "accepted", "accepted+rejected", "--start", start,
          "--workdir", str(tmp_path / "work"), "--output", str(output)], cwd=ROOT)
     record = json.loads(output.read_text())
     assert record["train_docs"] == 12 and record["annotated_docs"] == 3 and record["answered_docs"] == 9
+    assert record["start"] == start
     assert record["accepted_spans"] <= 15 and record["gold_entities_in_answered_docs"] == 15
     assert 0.0 <= record["weak_model"]["ents_f"] <= 100.0
     assert set(record["arms"]) == {"accepted", "accepted+rejected"}
@@ -478,3 +481,28 @@ def test_answers_split_the_proposals_into_accepted_and_rejected():
     doc = with_answers(gold, accepted, rejected)
     assert [t.ent_iob_ for t in doc] == ["B", "I", "", "", "", "", ""]
     assert [(s.start, s.end, s.label_) for s in doc.spans[KEY]] == [(3, 4, "PER"), (6, 7, "ORG")]
+
+
+def test_continued_config_sources_the_weak_model_with_the_rejections_key(tmp_path):
+    """scripts.rejected_spans.continued_config: the arms' config sources the
+    weak model's crf_tagger, and the sourced copy reads incorrect_spans_key
+    (its config and its saved cfg both say so); the weak model is untouched."""
+    import spacy
+    import srsly
+    from spacy.training import Example
+
+    from scripts.rejected_spans import KEY, continued_config
+
+    from .test_entities import NER_DATA
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    examples = [Example.from_dict(nlp.make_doc(text), {"entities": ents}) for text, ents in NER_DATA]
+    nlp.initialize(lambda: examples)
+    nlp.to_disk(tmp_path / "weak")
+    path = continued_config(str(ROOT / "configs" / "ner.cfg"), tmp_path / "weak", tmp_path)
+    config = spacy.util.load_config(path)
+    assert dict(config["components"]["crf_tagger"]) == {"source": str((tmp_path / "weak-source").resolve())}
+    sourced = spacy.load(tmp_path / "weak-source")
+    assert sourced.get_pipe("crf_tagger").cfg["incorrect_spans_key"] == KEY
+    assert srsly.read_json(tmp_path / "weak" / "crf_tagger" / "cfg")["incorrect_spans_key"] is None
