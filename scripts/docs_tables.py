@@ -230,14 +230,16 @@ def rejected_spans(root: Path) -> Optional[str]:
 
 def _rejected_spans_run(r: Dict[str, Any]) -> str:
     """One run of the rejected-spans experiment: its setup, arms and gains."""
+    seeds = r.get("seeds", [0])
     training = (f"every arm goes on training the weak model for {r['steps']:,} more steps"
                 if r.get("start") == "weak" else f"every arm trains a new model for {r['steps']:,} steps")
+    per_seed = f", once per seed ({', '.join(map(str, seeds))}): the means of the seeds" if len(seeds) > 1 else ""
     head = (
         f"`{r['config']}`; {r['annotated_docs']:,} of {r['train_docs']:,} train docs annotated fully; the weak "
         f"model ({r['weak_steps']:,} steps on them) scores {r['weak_model']['ents_f']:.2f} F1 on dev and "
         f"proposes entities on the other {r['answered_docs']:,} docs (which hold "
         f"{r['gold_entities_in_answered_docs']:,} gold entities): the annotator accepts {r['accepted_spans']:,} "
-        f"and rejects {r['rejected_spans']:,}; {training}."
+        f"and rejects {r['rejected_spans']:,}; {training}{per_seed}."
     )
     labels = {
         "annotated": "annotated docs only (the others unannotated)",
@@ -245,13 +247,28 @@ def _rejected_spans_run(r: Dict[str, Any]) -> str:
         "accepted": "annotated docs + the others' accepted spans",
         "accepted+rejected": "annotated docs + the others' accepted and rejected spans",
     }
-    lines = ["| training data | ents_p | ents_r | ents_f |", "|---|---|---|---|"]
+    last = r.get("arms_last")
+    lines = ["| training data | ents_p | ents_r | ents_f |" + (" ents_f, last model |" if last else ""),
+             "|---|---|---|---|" + ("---|" if last else "")]
     for name, scores in r["arms"].items():
-        lines.append(f"| {labels[name]} | {scores['ents_p']:.2f} | {scores['ents_r']:.2f} | {scores['ents_f']:.2f} |")
-    gains = {"rejections_beside_accepts": "the rejections beside the accepted spans",
+        row = f"| {labels[name]} | {scores['ents_p']:.2f} | {scores['ents_r']:.2f} | {scores['ents_f']:.2f} |"
+        lines.append(row + (f" {last[name]['ents_f']:.2f} |" if last else ""))
+    names = {"rejections_beside_accepts": "the rejections beside the accepted spans",
              "rejections_alone": "the rejections as the only answers"}
-    notes = [f"F1 gain from {gains[name]}: {gain:+.2f}." for name, gain in r["ents_f_gain"].items()]
-    return head + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(notes)
+    notes = []
+    for name, gain in r["ents_f_gain"].items():
+        if not isinstance(gain, dict):  # a run of one seed, written before seeds were recorded
+            notes.append(f"F1 gain from {names[name]}: {gain:+.2f}.")
+            continue
+        note = f"F1 gain from {names[name]}: {gain['mean']:+.2f}"
+        if len(gain["per_seed"]) > 1:
+            note += " (seed by seed " + ", ".join(f"{g:+.2f}" for g in gain["per_seed"]) + ")"
+        last_gain = (r.get("ents_f_gain_last") or {}).get(name)
+        if last_gain:
+            note += f"; of the last models {last_gain['mean']:+.2f}"
+        notes.append(note + ".")
+    return head + " `ents_f`: the model `spacy train` kept for its dev score (`model-best`).\n\n" + "\n".join(lines) \
+        + "\n\n" + "\n".join(notes)
 
 
 def calibration(root: Path) -> Optional[str]:

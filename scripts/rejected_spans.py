@@ -2,7 +2,7 @@
 
     python -m scripts.rejected_spans corpus/uner-train.spacy corpus/uner-dev.spacy \\
         [--config configs/ner.cfg] [--annotated 0.2] [--weak-steps 1000] [--steps 2000] \\
-        [--arms annotated rejected accepted accepted+rejected] [--start scratch|weak] \\
+        [--arms annotated rejected accepted accepted+rejected] [--start scratch|weak] [--seeds 0 1 2] \\
         [--workdir training/rejected_spans] [--output metrics/ner/rejected_spans.json]
 
 The setting: an annotator has labelled a share (`--annotated`) of the training
@@ -24,11 +24,14 @@ With `--start scratch` every arm trains a new model; with `--start weak` every
 arm goes on training the weak model (the loop of binary annotation tools: the
 model that proposed is updated with the answers), for `--steps` more steps.
 
-Every arm is scored on the dev corpus (`spacy evaluate`, ents_f/p/r). What the
-rejections buy is `accepted+rejected` - `accepted` (the answers with and
-without the rejections) and `rejected` - `annotated` (rejections as the only
-answers). The JSON holds the setup (docs, the weak model's dev F1, accepted and
-rejected spans), every arm's scores and both gains.
+Every arm trains once per seed (`--seeds`, spaCy's `system.seed`: the order of
+the batches and the dropout), and each model is scored on the dev corpus
+(`spacy evaluate`, ents_f/p/r), its `model-best` (the checkpoint `spacy train`
+kept for its dev score) and its `model-last`. What the rejections buy is
+`accepted+rejected` - `accepted` (the answers with and without the rejections)
+and `rejected` - `annotated` (rejections as the only answers), seed by seed and
+on average. The JSON holds the setup (docs, the weak model's dev F1, accepted and
+rejected spans), every run's scores, the arms' means and the gains.
 """
 import argparse
 import json
@@ -36,7 +39,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, Iterable, List, Tuple
 
 import spacy
 import srsly
@@ -117,6 +120,23 @@ def with_answers(gold: Doc, accepted: List[Span], rejected: List[Span]) -> Doc:
     return doc
 
 
+def mean_scores(scores: Iterable[Dict[str, float]]) -> Dict[str, float]:
+    """The mean of each score over runs (seeds)."""
+    scores = list(scores)
+    return {key: round(sum(s[key] for s in scores) / len(scores), 2) for key in scores[0]}
+
+
+def gains(runs: Dict[str, List[Dict]], which: str) -> Dict[str, Dict[str, Any]]:
+    """Per gain of GAINS whose arms ran: the ents_f differences seed by seed
+    ("per_seed") and their mean ("mean"), of the `which` ("best" or "last") models."""
+    result = {}
+    for name, (a, b) in GAINS.items():
+        if a in runs and b in runs:
+            diffs = [round(x[which]["ents_f"] - y[which]["ents_f"], 2) for x, y in zip(runs[a], runs[b])]
+            result[name] = {"mean": round(sum(diffs) / len(diffs), 2), "per_seed": diffs}
+    return result
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("train")
@@ -126,6 +146,7 @@ def main(argv=None) -> int:
     parser.add_argument("--weak-steps", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="train every arm once per seed")
     parser.add_argument("--start", choices=("scratch", "weak"), default="scratch",
                         help="train every arm from scratch, or go on training the weak model")
     parser.add_argument("--workdir", type=Path, default=Path("training/rejected_spans"))
@@ -149,17 +170,20 @@ def main(argv=None) -> int:
         "accepted": lambda doc, acc, rej: with_answers(doc, acc, []),
         "accepted+rejected": with_answers,
     }
-    results = {}
     config, overrides = args.config, ["--components.crf_tagger.incorrect_spans_key", KEY]
     if args.start == "weak":
         config, overrides = str(continued_config(args.config, weak_dir / "model-best", args.workdir)), []
+    runs: Dict[str, List[Dict]] = {}
     for arm in args.arms:
         path = args.workdir / f"{arm}.spacy"
         others = [carried[arm](doc, acc, rej) for doc, (acc, rej) in zip(rest, replies)]
         DocBin(docs=annotated + others, store_user_data=True).to_disk(path)
-        output = args.workdir / arm
-        train(config, path, args.dev, output, args.steps, overrides)
-        results[arm] = evaluate(output / "model-best", args.dev)
+        runs[arm] = []
+        for seed in args.seeds:
+            output = args.workdir / arm / f"seed{seed}"
+            train(config, path, args.dev, output, args.steps, [*overrides, "--system.seed", str(seed)])
+            runs[arm].append({"seed": seed, "best": evaluate(output / "model-best", args.dev),
+                              "last": evaluate(output / "model-last", args.dev)})
     record = {
         "config": args.config,
         "train_docs": len(docs),
@@ -172,11 +196,12 @@ def main(argv=None) -> int:
         "weak_model": weak_scores,
         "start": args.start,
         "steps": args.steps,
-        "arms": results,
-        "ents_f_gain": {
-            name: round(results[a]["ents_f"] - results[b]["ents_f"], 2)
-            for name, (a, b) in GAINS.items() if a in results and b in results
-        },
+        "seeds": list(args.seeds),
+        "arms": {arm: mean_scores(r["best"] for r in arm_runs) for arm, arm_runs in runs.items()},
+        "arms_last": {arm: mean_scores(r["last"] for r in arm_runs) for arm, arm_runs in runs.items()},
+        "runs": runs,
+        "ents_f_gain": gains(runs, "best"),
+        "ents_f_gain_last": gains(runs, "last"),
     }
     print_and_write(record, args.output)
     return 0

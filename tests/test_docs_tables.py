@@ -71,11 +71,17 @@ def test_morph_and_rejected_spans_tables(tmp_path):
     write(tmp_path / "metrics" / "ner" / "rejected_spans_weak.json", {
         "config": "configs/ner.cfg", "train_docs": 100, "annotated_docs": 20, "answered_docs": 80,
         "accepted_spans": 40, "rejected_spans": 55, "gold_entities_in_answered_docs": 300, "weak_steps": 10,
-        "weak_model": {"ents_f": 50.0}, "steps": 5, "start": "weak", "arms": {"accepted": scores},
-        "ents_f_gain": {},
+        "weak_model": {"ents_f": 50.0}, "steps": 5, "start": "weak", "seeds": [0, 1],
+        "arms": {"accepted": scores, "accepted+rejected": scores},
+        "arms_last": {"accepted": scores, "accepted+rejected": {**scores, "ents_f": 70.0}},
+        "ents_f_gain": {"rejections_beside_accepts": {"mean": 0.5, "per_seed": [1.0, 0.0]}},
+        "ents_f_gain_last": {"rejections_beside_accepts": {"mean": -4.67, "per_seed": [-4.0, -5.34]}},
     })
     table = rejected_spans(tmp_path)
-    assert "every arm goes on training the weak model for 5 more steps" in table
+    assert "every arm goes on training the weak model for 5 more steps, once per seed (0, 1)" in table
+    assert "| annotated docs + the others' accepted and rejected spans | 80.00 | 70.00 | 74.67 | 70.00 |" in table
+    assert "F1 gain from the rejections beside the accepted spans: +0.50 (seed by seed +1.00, +0.00); " \
+        "of the last models -4.67." in table
     assert table.count("| training data |") == 2
 
 

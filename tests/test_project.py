@@ -418,8 +418,8 @@ def test_morph_configs_take_the_treebanks_language(lang):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("start", ["scratch", "weak"])
-def test_rejected_spans_experiment_runs_end_to_end(tmp_path, start):
+@pytest.mark.parametrize("start,seeds", [("scratch", ["0"]), ("weak", ["0", "1"])])
+def test_rejected_spans_experiment_runs_end_to_end(tmp_path, start, seeds):
     """scripts.rejected_spans on a tiny entity corpus: real trainings (the
     weak model and two arms, new or going on from the weak model), every
     arm's scores, the gain and the setup in its JSON; the answers split the
@@ -437,20 +437,27 @@ def test_rejected_spans_experiment_runs_end_to_end(tmp_path, start):
     output = tmp_path / "result.json"
     run([sys.executable, "-m", "scripts.rejected_spans", str(tmp_path / "train.spacy"), str(tmp_path / "dev.spacy"),
          "--config", str(ROOT / "configs" / "ner.cfg"), "--annotated", "0.25", "--weak-steps", "4", "--steps", "4",
-         "--arms", "accepted", "accepted+rejected", "--start", start,
+         "--arms", "accepted", "accepted+rejected", "--start", start, "--seeds", *seeds,
          "--workdir", str(tmp_path / "work"), "--output", str(output)], cwd=ROOT)
     record = json.loads(output.read_text())
     assert record["train_docs"] == 12 and record["annotated_docs"] == 3 and record["answered_docs"] == 9
     assert record["start"] == start
     assert record["accepted_spans"] <= 15 and record["gold_entities_in_answered_docs"] == 15
     assert 0.0 <= record["weak_model"]["ents_f"] <= 100.0
-    assert set(record["arms"]) == {"accepted", "accepted+rejected"}
-    for scores in record["arms"].values():
-        assert 0.0 <= scores["ents_f"] <= 100.0
-    arms = record["arms"]
-    assert record["ents_f_gain"] == {
-        "rejections_beside_accepts": pytest.approx(arms["accepted+rejected"]["ents_f"] - arms["accepted"]["ents_f"], abs=0.011)
-    }
+    assert set(record["arms"]) == set(record["runs"]) == {"accepted", "accepted+rejected"}
+    assert record["seeds"] == [int(seed) for seed in seeds]
+    for arm, runs in record["runs"].items():
+        assert [trained["seed"] for trained in runs] == record["seeds"]
+        for trained in runs:
+            assert 0.0 <= trained["best"]["ents_f"] <= 100.0 and 0.0 <= trained["last"]["ents_f"] <= 100.0
+        mean = sum(trained["best"]["ents_f"] for trained in runs) / len(seeds)
+        assert record["arms"][arm]["ents_f"] == pytest.approx(mean, abs=0.011)
+    runs = record["runs"]
+    per_seed = [a["best"]["ents_f"] - b["best"]["ents_f"] for a, b in zip(runs["accepted+rejected"], runs["accepted"])]
+    gain = record["ents_f_gain"]["rejections_beside_accepts"]
+    assert gain["per_seed"] == pytest.approx(per_seed, abs=0.011)
+    assert gain["mean"] == pytest.approx(sum(per_seed) / len(seeds), abs=0.011)
+    assert set(record["ents_f_gain_last"]) == {"rejections_beside_accepts"}
     carried = DocBin().from_disk(tmp_path / "work" / "accepted+rejected.spacy").get_docs(nlp.vocab)
     answered = list(carried)[3:]
     assert sum(len(doc.ents) for doc in answered) == record["accepted_spans"]
