@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Tuple
 
 import spacy
-import srsly
 from spacy.tokens import Doc, DocBin, Span
 
 from .common import print_and_write
@@ -73,8 +72,8 @@ def evaluate(model: Path, dev: str) -> Dict[str, float]:
 def continued_config(config: str, weak_model: Path, workdir: Path) -> Path:
     """A copy of the config whose crf_tagger is the weak model's, sourced (so
     that `spacy train` resumes it instead of starting anew), with
-    incorrect_spans_key set to KEY in the copy of the weak model it sources
-    (its config and its saved cfg, which loading restores)."""
+    incorrect_spans_key set to KEY in the config of the copy of the weak model
+    it sources."""
     source = workdir / "weak-source"
     if source.exists():
         shutil.rmtree(source)
@@ -82,9 +81,6 @@ def continued_config(config: str, weak_model: Path, workdir: Path) -> Path:
     weak_config = spacy.util.load_config(source / "config.cfg")
     weak_config["components"]["crf_tagger"]["incorrect_spans_key"] = KEY
     weak_config.to_disk(source / "config.cfg")
-    saved = srsly.read_json(source / "crf_tagger" / "cfg")  # what from_disk restores
-    saved["incorrect_spans_key"] = KEY
-    srsly.write_json(source / "crf_tagger" / "cfg", saved)
     cfg = spacy.util.load_config(config)
     cfg["components"]["crf_tagger"] = {"source": str(source.resolve())}
     path = workdir / "continued.cfg"

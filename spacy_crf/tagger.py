@@ -76,6 +76,21 @@ if not Span.has_extension("crf_prob"):
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# The factory settings that say how the component runs, not what it learned:
+# loading keeps the values the component was built with (the pipeline's config,
+# overrides included) over those saved in its cfg.
+RUN_SETTINGS = (
+    "overwrite",
+    "window",
+    "store_confidence",
+    "store_entity_probs",
+    "ents_threshold",
+    "candidates_key",
+    "candidates_threshold",
+    "incorrect_spans_key",
+    "constraints",
+)
+
 
 class CRFPrediction(NamedTuple):
     """What `predict` returns for a batch and `set_annotations` writes.
@@ -728,7 +743,8 @@ class CRFTagger(TrainablePipe):
         try:
             if cfg is not None:
                 # saved before spacy-crf had temperatures: the model's own probabilities
-                self.cfg.update({"temperature": 1.0, **cfg})
+                learned = {key: value for key, value in cfg.items() if key not in RUN_SETTINGS}
+                self.cfg.update({"temperature": 1.0, **learned})
                 self.cfg.pop("input_width", None)  # saved by spacy-crf 0.1.0
             if msg is not None:
                 self._forget_output_sizes()

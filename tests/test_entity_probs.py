@@ -131,3 +131,33 @@ def test_dropped_entities_get_the_confidence_of_outside(trained):
 def test_candidates_threshold_must_be_positive():
     with pytest.raises(ValueError, match=r"\[E021\]"):
         make_nlp(target="ents", candidates_key="c", candidates_threshold=0.0)
+
+
+def test_settings_given_at_load_time_are_used(trained, tmp_path):
+    """spacy.load(path, config=...) overrides of the run settings take effect
+    (the saved cfg does not silently win over them); what the component
+    learned (labels, temperature) still comes from the saved pipeline."""
+    tagger = trained.get_pipe("crf_tagger")
+    tagger.temperature = 1.5
+    try:
+        trained.to_disk(tmp_path)
+    finally:
+        tagger.temperature = 1.0
+    text = "Anna likes Berlin and New York"
+    plain_nlp = spacy.load(tmp_path)
+    plain = plain_nlp.get_pipe("crf_tagger")
+    assert plain.cfg["store_entity_probs"] is True and plain.cfg["candidates_key"] == "candidates"
+    assert plain.cfg["ents_threshold"] == 0.0 and plain.temperature == 1.5
+    probs = sorted(ent._.crf_prob for ent in plain_nlp(text).ents)
+    assert len(probs) >= 2 and probs[0] < probs[-1]
+    least = (probs[0] + probs[-1]) / 2
+    overrides = {"store_entity_probs": False, "candidates_key": None, "ents_threshold": least, "window": 64}
+    loaded = spacy.load(tmp_path, config={"components": {"crf_tagger": overrides}})
+    proc = loaded.get_pipe("crf_tagger")
+    for key, value in overrides.items():
+        assert proc.cfg[key] == value, key
+    assert proc.labels == tagger.labels and proc.temperature == 1.5
+    assert "candidates" not in loaded(text).spans and "candidates" in plain_nlp(text).spans
+    kept = {(e.start, e.end, e.label_) for e in loaded(text).ents}
+    assert kept == {(e.start, e.end, e.label_) for e in plain_nlp(text).ents if e._.crf_prob >= least}
+    assert 0 < len(kept) < len(probs)
