@@ -109,6 +109,13 @@ def _checked(probs: Sequence[float], right: Sequence[bool]) -> Tuple[numpy.ndarr
     return numpy.clip(p, 0.0, 1.0), r.astype(bool)
 
 
+def _bin_index(p: numpy.ndarray, n_bins: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """The n_bins + 1 edges of equal-width bins and each probability's bin:
+    bin b holds (edges[b], edges[b + 1]]; 0 goes to bin 0."""
+    edges = numpy.linspace(0.0, 1.0, n_bins + 1)
+    return edges, numpy.clip(numpy.searchsorted(edges, p, side="left") - 1, 0, n_bins - 1)
+
+
 def reliability_bins(probs: Sequence[float], right: Sequence[bool], n_bins: int = N_BINS) -> ReliabilityBins:
     """Group predictions into n_bins equal-width bins of probability.
 
@@ -120,9 +127,7 @@ def reliability_bins(probs: Sequence[float], right: Sequence[bool], n_bins: int 
     if n_bins < 1:
         raise ValueError(f"n_bins must be >= 1, got {n_bins}")
     p, r = _checked(probs, right)
-    edges = numpy.linspace(0.0, 1.0, n_bins + 1)
-    # bin b holds (edges[b], edges[b + 1]]; 0 goes to bin 0
-    index = numpy.clip(numpy.searchsorted(edges, p, side="left") - 1, 0, n_bins - 1)
+    edges, index = _bin_index(p, n_bins)
     counts = numpy.bincount(index, minlength=n_bins).astype("int64")
     sums = numpy.bincount(index, weights=p, minlength=n_bins)
     hits = numpy.bincount(index, weights=r.astype("float64"), minlength=n_bins)
@@ -165,10 +170,16 @@ def sampling_ece(probs: Sequence[float], n_bins: int = N_BINS, draws: int = 200,
     p, _ = _checked(probs, numpy.zeros(len(probs), dtype=bool))
     if not len(p):
         return float("nan")
-    rng = numpy.random.default_rng(seed)
-    return float(numpy.mean([
-        expected_calibration_error(p, rng.random(len(p)) < p, n_bins=n_bins) for _ in range(draws)
-    ]))
+    # the bins and their mean probabilities do not depend on the outcomes:
+    # bin once, then count the right predictions of every draw per bin at once
+    _, index = _bin_index(p, n_bins)
+    counts = numpy.bincount(index, minlength=n_bins)
+    full = counts > 0
+    confidence = numpy.bincount(index, weights=p, minlength=n_bins)[full] / counts[full]
+    rights = numpy.random.default_rng(seed).random((draws, len(p))) < p  # (draws, n)
+    hits = rights.astype("float64") @ numpy.eye(n_bins)[index][:, full]  # (draws, full bins)
+    gaps = numpy.abs(hits / counts[full] - confidence)
+    return float((gaps @ counts[full]).mean() / len(p))
 
 
 def brier_score(probs: Sequence[float], right: Sequence[bool]) -> float:
