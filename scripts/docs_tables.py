@@ -230,7 +230,7 @@ def rejected_spans(root: Path) -> Optional[str]:
 
 def _rejected_spans_run(r: Dict[str, Any]) -> str:
     """One run of the rejected-spans experiment: its setup, arms and gains."""
-    seeds = r.get("seeds", [0])
+    seeds = r["seeds"]
     training = (f"every arm goes on training the weak model for {r['steps']:,} more steps"
                 if r.get("start") == "weak" else f"every arm trains a new model for {r['steps']:,} steps")
     per_seed = f", once per seed ({', '.join(map(str, seeds))}): the means of the seeds" if len(seeds) > 1 else ""
@@ -257,9 +257,6 @@ def _rejected_spans_run(r: Dict[str, Any]) -> str:
              "rejections_alone": "the rejections as the only answers"}
     notes = []
     for name, gain in r["ents_f_gain"].items():
-        if not isinstance(gain, dict):  # a run of one seed, written before seeds were recorded
-            notes.append(f"F1 gain from {names[name]}: {gain:+.2f}.")
-            continue
         note = f"F1 gain from {names[name]}: {gain['mean']:+.2f}"
         if len(gain["per_seed"]) > 1:
             note += " (seed by seed " + ", ".join(f"{g:+.2f}" for g in gain["per_seed"]) + ")"

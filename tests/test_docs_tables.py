@@ -59,9 +59,9 @@ def test_morph_and_rejected_spans_tables(tmp_path):
     write(tmp_path / "metrics" / "ner" / "rejected_spans.json", {
         "config": "configs/ner.cfg", "train_docs": 100, "annotated_docs": 20, "answered_docs": 80,
         "accepted_spans": 40, "rejected_spans": 55, "gold_entities_in_answered_docs": 300, "weak_steps": 10,
-        "weak_model": {"ents_f": 50.0}, "steps": 20,
+        "weak_model": {"ents_f": 50.0}, "steps": 20, "seeds": [0],
         "arms": {"accepted": scores, "accepted+rejected": {**scores, "ents_f": 76.0}},
-        "ents_f_gain": {"rejections_beside_accepts": 1.33},
+        "ents_f_gain": {"rejections_beside_accepts": {"mean": 1.33, "per_seed": [1.33]}},
     })
     table = rejected_spans(tmp_path)
     assert "the annotator accepts 40 and rejects 55" in table
