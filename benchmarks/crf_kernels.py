@@ -1,6 +1,7 @@
 """CRF kernels side by side with pytorch-crf, on random emissions of variable length.
 
     python -m benchmarks.crf_kernels [--repeats 15] [--threads 1] [--output metrics/crf_kernels.json]
+        [--shapes 256x40x18 256x40x50 1024x60x50 16x512x20]
 
 For each shape (B, T, K) it times, in one process, medians over repeats:
 Viterbi decode to padded tensors, NLL forward+backward, and as a yardstick a
@@ -70,14 +71,25 @@ def bench_shape(B, T, K, repeats):
     return row
 
 
+def shape(text: str) -> tuple:
+    """"256x40x18" -> (256, 40, 18)."""
+    try:
+        B, T, K = (int(n) for n in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a shape is BxTxK, e.g. 256x40x18, not {text!r}") from None
+    return B, T, K
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--shapes", nargs="+", type=shape, default=SHAPES, metavar="BxTxK",
+                        help="batch size x longest length x labels of each batch timed")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rows = [bench_shape(B, T, K, args.repeats) for B, T, K in SHAPES]
+    rows = [bench_shape(B, T, K, args.repeats) for B, T, K in args.shapes]
     print(f"torch {torch.__version__}, {args.threads} thread(s), median of {args.repeats} (ms)")
     print("| (B, T, K) | same paths / NLL | Viterbi | pytorch-crf | speed-up | NLL fwd+bwd | pytorch-crf | speed-up | BiLSTM fwd | Viterbi / BiLSTM |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -7,6 +7,7 @@ the UPOS tags of morphological bundles; spacy_crf.nn.factored).
     python -m benchmarks.large_labels [--labels 500 1000 2000] [--batch 32]
         [--length 40] [--repeats 5] [--threads 1] [--nbest-max-labels 1000]
         [--transitions full factored] [--classes 17]
+        [--operations viterbi log_z_fwd_bwd marginals nbest_5 bilstm_forward]
         [--output metrics/speed/large_labels.json]
 
 Each operation runs in a fresh process (so that its peak resident memory is its
@@ -84,8 +85,11 @@ def table(rows: List[Dict]) -> str:
              "|---|---|" + "---|" * (len(OPERATIONS) + 1)]
     for (k, kind), ops in sorted(by_k.items()):
         cells = [f"{ops[op]['ms']:,.1f} ms, {ops[op]['peak_mb']:.0f} MB" if op in ops else "not run" for op in OPERATIONS]
-        viterbi, lstm = ops["viterbi"]["ms"], ops["bilstm_forward"]["ms"]
-        lines.append(f"| {k:,} | {kind} | " + " | ".join(cells) + f" | {viterbi / (viterbi + lstm):.0%} |")
+        share = "-"
+        if "viterbi" in ops and "bilstm_forward" in ops:
+            viterbi, lstm = ops["viterbi"]["ms"], ops["bilstm_forward"]["ms"]
+            share = f"{viterbi / (viterbi + lstm):.0%}"
+        lines.append(f"| {k:,} | {kind} | " + " | ".join(cells) + f" | {share} |")
     return "\n".join(lines)
 
 
@@ -100,6 +104,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="run n-best only up to this many labels (its cost grows as K * K * k)")
     parser.add_argument("--transitions", nargs="+", default=["full", "factored"], choices=["full", "factored"])
     parser.add_argument("--classes", type=int, default=17, help="classes of the factored matrix")
+    parser.add_argument("--operations", nargs="+", default=OPERATIONS, choices=OPERATIONS,
+                        help="the operations to time (the table's Viterbi share needs viterbi and bilstm_forward)")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--one", nargs=3, metavar=("OPERATION", "LABELS", "TRANSITIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -111,7 +117,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     rows = []
     for n_labels in args.labels:
         for kind in args.transitions:
-            for operation in OPERATIONS:
+            for operation in args.operations:
                 if (operation == "nbest_5" and kind == "full" and args.nbest_max_labels is not None
                         and n_labels > args.nbest_max_labels):
                     continue

@@ -69,7 +69,7 @@ def project(tmp_path_factory):
     run(
         [sys.executable, "-m", "spacy", "project", "run", "all", ".",
          "--vars.treebank_dir", str(treebank), "--vars.max_steps", "20", "--vars.n_sents", "2",
-         "--vars.benchmark_repeats", "1"],
+         "--vars.benchmark_repeats", "1", "--vars.kernel_shapes", "8x12x5 2x30x3"],
         cwd=root, env=unactivated_env(),
     )
     return root
@@ -103,7 +103,7 @@ def test_workflow_all_writes_metrics_speed_and_wheel(project):
     speed = json.loads((project / "metrics" / "cpu-speed.json").read_text())
     assert speed["words_per_second"] > 0 and speed["n_words"] == 28
     kernels = json.loads((project / "metrics" / "speed" / "crf_kernels.json").read_text())
-    assert [row["shape"] for row in kernels["rows"]] == [[256, 40, 18], [256, 40, 50], [1024, 60, 50], [16, 512, 20]]
+    assert [row["shape"] for row in kernels["rows"]] == [[8, 12, 5], [2, 30, 3]]
     assert all(row["same_paths"] and row["same_nll"] for row in kernels["rows"])
     train_time = json.loads((project / "training" / "cpu" / "train_time.json").read_text())
     assert train_time["train_seconds"] > 0
