@@ -305,6 +305,24 @@ def time_to_accuracy(root: Path) -> Optional[str]:
     return head + "\n\n" + time_to_accuracy_table(record) + plot
 
 
+def schedule_seeds(root: Path) -> Optional[str]:
+    """metrics/speed/tta_*.json: more seeds of the schedules, `python -m
+    benchmarks.time_to_accuracy NAME=CONFIG,...,system.seed=N ... --output
+    metrics/speed/tta_NAME.json`; scores only (these runs were not timed alone)."""
+    records = [load(path) for path in sorted((root / "metrics" / "speed").glob("tta_*.json"))]
+    runs = [(name, run, r) for r in records if r for name, run in r["runs"].items()]
+    if not runs:
+        return None
+    lines = ["| run | settings | final | best |", "|---|---|---|---|"]
+    for name, run, _ in sorted(runs, key=lambda item: item[0]):
+        settings = " ".join(run.get("args") or []) or "as in the config"
+        lines.append(f"| {name} | `{Path(run['config']).as_posix().split('/')[-1]}` {settings} "
+                     f"| {run['final']:.2f} | {run['best']:.2f} |")
+    first = runs[0][2]
+    return (f"{environment_line(*[r for _, _, r in runs])} `spacy train`, {first['threads']} thread(s); "
+            f"dev `{first['score']}`.\n\n" + "\n".join(lines))
+
+
 def peers(root: Path) -> Optional[str]:
     """metrics/speed/flair.json (`python -m benchmarks.peers ...`), with the
     training words/s of metrics/speed/pipeline_compare.json."""
@@ -422,6 +440,7 @@ def probability_overhead(root: Path) -> Optional[str]:
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
     "time-to-accuracy": time_to_accuracy,
+    "schedule-seeds": schedule_seeds,
     "peers": peers,
     "entity-probabilities": entity_probabilities,
     "probability-overhead": probability_overhead,

@@ -1,0 +1,50 @@
+"""`spacy train` with a step budget that keeps the learning-rate schedule whole.
+
+    python -m scripts.train CONFIG --output DIR [--max-steps N] [--gpu-id G]
+        [--section.key value ...]
+
+With `--max-steps 0` (the project's default) the config's own budget is
+trained. With N > 0, `[training] max_steps` becomes N and so does the
+schedule's `total_steps` when the config's learning rate has one, so that a
+shorter (or longer) run still decays its learning rate to the end instead of
+stopping half-way or idling at zero. Every other override is passed to
+`spacy train` as given and wins over the budget's. The training is spaCy's
+own (`spacy.cli.train.train`), in this process.
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from spacy.cli._util import parse_config_overrides
+from spacy.cli.train import train
+from spacy.util import load_config
+
+
+def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
+    """The overrides that give the config a budget of max_steps (none for 0)."""
+    if max_steps <= 0:
+        return {}
+    overrides: Dict[str, Any] = {"training.max_steps": max_steps}
+    config = load_config(config_path, interpolate=False)
+    learn_rate = config["training"].get("optimizer", {}).get("learn_rate")
+    if isinstance(learn_rate, dict) and "total_steps" in learn_rate:
+        overrides["training.optimizer.learn_rate.total_steps"] = max_steps
+    return overrides
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
+    )
+    parser.add_argument("config", type=Path)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--max-steps", type=int, default=0, help="0: the config's own budget")
+    parser.add_argument("--gpu-id", type=int, default=-1)
+    args, extra = parser.parse_known_args(argv)
+    overrides = {**budget_overrides(args.config, args.max_steps), **parse_config_overrides(extra)}
+    train(args.config, args.output, use_gpu=args.gpu_id, overrides=overrides)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
