@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
 from benchmarks.large_labels import table as large_labels_table
+from benchmarks.quantize import table as quantize_table
 from benchmarks.time_to_accuracy import table as time_to_accuracy_table
 
 from .morph_table import treebank_table as morph_treebank_table
@@ -323,6 +324,16 @@ def schedule_seeds(root: Path) -> Optional[str]:
             f"dev `{first['score']}`.\n\n" + "\n".join(lines))
 
 
+def quantize(root: Path) -> Optional[str]:
+    """metrics/speed/quantize.json: `python -m benchmarks.quantize ...`."""
+    record = load(root / "metrics" / "speed" / "quantize.json")
+    if record is None:
+        return None
+    head = (f"{environment_line(record)} {record['threads']} thread(s), the pipelines in turn, medians of "
+            f"{record['repeats']}; dev score on the corpus' sentences (`spacy evaluate --gold-preproc`).")
+    return head + "\n\n" + quantize_table(record)
+
+
 def peers(root: Path) -> Optional[str]:
     """metrics/speed/flair.json (`python -m benchmarks.peers ...`), with the
     training words/s of metrics/speed/pipeline_compare.json."""
@@ -441,6 +452,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
     "time-to-accuracy": time_to_accuracy,
     "schedule-seeds": schedule_seeds,
+    "quantize": quantize,
     "peers": peers,
     "entity-probabilities": entity_probabilities,
     "probability-overhead": probability_overhead,

@@ -119,3 +119,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "`python -m spacy_crf calibrate` fits it on annotated docs)."
     )
     E025 = "Cannot calibrate {what}: {reason}."
+    E026 = (
+        "Component '{name}' was given quantize={value!r}: expected one of {options}."
+    )
+    E027 = (
+        "Component '{name}' was given quantize='int8', but torch {version} has no dynamic quantization "
+        "(torch.ao.quantization.quantize_dynamic). Use quantize='none', or a torch that has it."
+    )

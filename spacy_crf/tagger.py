@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Se
 
 import numpy
 import srsly
+import torch
 from spacy import util
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -27,10 +28,12 @@ from .ml import (
     count_known_words,
     crf_batch_loss,
     set_constraints,
+    set_quantize,
     set_label_classes,
     torch_network,
     uses_label_classes,
 )
+from .nn import quantize as quantization
 from .scorers import crf_tagger_score
 from .targets import (
     ENTITY_SCHEMES,
@@ -131,6 +134,7 @@ class CRFPrediction(NamedTuple):
         "incorrect_spans_key": None,
         "constraints": "auto",
         "threads": 0,
+        "quantize": "none",
         "scorer": {"@scorers": "spacy_crf.crf_tagger_scorer.v1"},
     },
     default_score_weights={
@@ -161,6 +165,7 @@ def make_crf_tagger(
     constraints: str,
     threads: int,
     scorer: Optional[Callable],
+    quantize: str = "none",
 ) -> "CRFTagger":
     """Create a CRFTagger.
 
@@ -201,6 +206,11 @@ def make_crf_tagger(
         MKL_NUM_THREADS or torch.set_num_threads), which is then kept. The
         count is set for the component's own calls and restored after them
         (see spacy_crf.threads).
+    quantize (str): "none", or "int8": predict on the CPU with a copy of the
+        network whose LSTM and linear layers are dynamically quantized to int8
+        (torch's quantize_dynamic): faster, with slightly different outputs
+        (docs/performance.md measures both). Training, saving and the GPU
+        use the float32 network.
     scorer (Optional[Callable]): scores tag_acc, pos_acc, morph_acc (with
         morph_per_feat; and pos_morph_acc for "pos+morph") or ents_p/r/f, to
         match target.
@@ -221,6 +231,7 @@ def make_crf_tagger(
         constraints=constraints,
         threads=threads,
         scorer=scorer,
+        quantize=quantize,
     )
 
 
@@ -271,6 +282,7 @@ class CRFTagger(TrainablePipe):
         constraints: str = "auto",
         threads: int = 0,
         scorer: Optional[Callable] = crf_tagger_score,
+        quantize: str = "none",
     ) -> None:
         """Initialize a CRF tagger (see `make_crf_tagger` for the settings)."""
         if target not in TARGETS:
@@ -281,6 +293,10 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError(Errors.E018.format(name=name, threads=threads))
+        if quantize not in quantization.MODES:
+            raise ValueError(Errors.E026.format(name=name, value=quantize, options=list(quantization.MODES)))
+        if quantize == "int8" and not quantization.available():
+            raise ValueError(Errors.E027.format(name=name, version=torch.__version__))
         asks_spans = (
             store_entity_probs or ents_threshold > 0 or candidates_key is not None or incorrect_spans_key is not None
         )
@@ -296,8 +312,10 @@ class CRFTagger(TrainablePipe):
         self.model = model
         self.name = name
         self.scorer = scorer
-        # a runtime setting (in the pipeline's config.cfg, not in self.cfg)
+        # runtime settings (in the pipeline's config.cfg, not in self.cfg)
         self.threads = threads
+        self.quantize = quantize
+        set_quantize(model, quantize)
         cfg: Dict[str, Any] = {
             "labels": [],
             "target": target,

@@ -234,3 +234,30 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     sides = result["side_by_side"]
     assert set(sides) == {"flair", "crf"} and all(len(side["runs"]) == 2 for side in sides.values())
     assert sides["crf"]["dev_accuracy"] == 100.0 and sides["flair"]["dev_accuracy"] == result["dev_accuracy"]
+
+
+def test_quantize_times_and_scores_float32_int8_and_spacys_tagger(corpus, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from benchmarks.quantize import main as quantize
+
+    from .helpers import SMALL_MODEL, make_nlp
+
+    docs = list(DocBin().from_disk(corpus).get_docs(spacy.blank("en").vocab))
+    for name, nlp in (("crf", make_nlp(SMALL_MODEL)), ("spacy", spacy.blank("en"))):
+        if name == "spacy":
+            nlp.add_pipe("tagger")
+        examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+        optimizer = nlp.initialize(get_examples=lambda: examples)
+        for _ in range(5):
+            nlp.update(examples, sgd=optimizer)
+        nlp.to_disk(tmp_path / name)
+    output = tmp_path / "quantize.json"
+    quantize([str(tmp_path / "crf"), str(tmp_path / "spacy"), str(corpus), "--repeats", "1", "--output", str(output)])
+    result = json.loads(output.read_text())
+    systems = ["crf_tagger", "crf_tagger int8", "spaCy tagger"]
+    assert list(result["words_per_second"]) == systems and all(v > 0 for v in result["words_per_second"].values())
+    assert set(result["dev_score"]) == set(systems) and all(0 <= v <= 100 for v in result["dev_score"].values())
+    assert 0.0 <= result["changed_share"] <= 1.0

@@ -7,6 +7,7 @@ from .bilstm_crf import (
     crf_shim,
     set_constraints,
     set_label_classes,
+    set_quantize,
     torch_network,
     uses_label_classes,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "merge_nbest",
     "set_constraints",
     "set_label_classes",
+    "set_quantize",
     "torch_network",
     "uses_label_classes",
 ]

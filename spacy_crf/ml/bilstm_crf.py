@@ -122,6 +122,12 @@ def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> N
     crf_shim(model).set_constraints(None if masks is None else tuple(masks))
 
 
+def set_quantize(model: Model, mode: str) -> None:
+    """"none", or "int8": predict on the CPU with an int8 copy of the torch
+    network (spacy_crf.nn.quantize); training and saving are unchanged."""
+    crf_shim(model).set_quantize(mode)
+
+
 def set_label_classes(model: Model, classes: Optional[Sequence[int]]) -> None:
     """Give the network the class id (0..C-1) of each label, before it is
     built: factored transitions need them; full ones ignore them."""

@@ -14,6 +14,10 @@ sizes are known, saves those sizes with the weights, and loads weights only.
   torch parameters `(shim.id, name)`, while `PyTorchShim.use_params` only
   looks for `"pytorch_{id}_{name}"`, so with `use_averages = true` the torch
   averages were never used. Both kinds of key are accepted.
+- With `set_quantize("int8")`, prediction on the CPU runs an int8 copy of the
+  network (spacy_crf.nn.quantize), made at the first prediction after the
+  weights changed (an update, a load, averaged weights, constraints); training
+  and saving always use the float32 network.
 - The optimizer's updates are written into the parameters' own memory
   (Thinc's shim makes each parameter a new tensor): the LSTM's weights stay
   the one contiguous buffer that cuDNN reads, with no re-flattening per step
@@ -26,10 +30,11 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 import torch
-from thinc.api import PyTorchShim, get_torch_default_device, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, PyTorchShim, get_torch_default_device, torch2xp, xp2torch
 
 from ..errors import Errors, UnsafeModelError
 from ..nn import BiLSTMCRF
+from ..nn import quantize as quantization
 
 # The network's settings that decide the shapes of its weights.
 STRUCTURAL = ("hidden_width", "depth", "learn_transitions", "transitions")
@@ -48,7 +53,25 @@ class CRFShim(PyTorchShim):
         super().__init__(None, config={"network": dict(settings)})
         self._constraints: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
         self.label_classes: Optional[List[int]] = None
+        self.quantize = "none"
+        self._inference_copy: Optional[torch.nn.Module] = None
 
+    def set_quantize(self, mode: str) -> None:
+        """"none", or "int8": predict on the CPU with an int8 copy of the network."""
+        if mode not in quantization.MODES:
+            raise ValueError(f"quantize must be one of {quantization.MODES}, got {mode!r}")
+        self.quantize = mode
+        self._inference_copy = None
+
+    def predict(self, inputs: ArgsKwargs) -> Any:
+        """The network's output without gradients; with quantize = "int8" on
+        the CPU, the int8 copy's (made anew after the weights changed)."""
+        if self.quantize == "none" or self._model is None or self.device.type != "cpu":
+            return super().predict(inputs)
+        if self._inference_copy is None:
+            self._inference_copy = quantization.int8_copy(self._model)
+        with torch.no_grad():
+            return self._inference_copy(*inputs.args, **inputs.kwargs)
     def set_label_classes(self, classes: Optional[Sequence[int]]) -> None:
         """The class id of each label, for factored transitions (read at `build`)."""
         self.label_classes = None if classes is None else [int(c) for c in classes]
@@ -73,6 +96,7 @@ class CRFShim(PyTorchShim):
         settings = dict(network_cfg)
         network = BiLSTMCRF(settings.pop("n_inputs"), settings.pop("n_labels"), **settings)
         self._model = network.to(get_torch_default_device())
+        self._inference_copy = None
         self.cfg = {"network": network_cfg}
         self._apply_constraints()
         return self._model
@@ -89,6 +113,7 @@ class CRFShim(PyTorchShim):
         self._apply_constraints()
 
     def _apply_constraints(self) -> None:
+        self._inference_copy = None
         network = self._model
         if network is None:
             return
@@ -101,6 +126,7 @@ class CRFShim(PyTorchShim):
     def finish_update(self, optimizer: Any) -> None:
         if self._model is None:
             return
+        self._inference_copy = None
         for name, param in self._model.named_parameters():
             if param.grad is None:
                 continue
@@ -134,11 +160,13 @@ class CRFShim(PyTorchShim):
         backup = {k: v.clone() for k, v in self._model.state_dict().items()}
         self._model.load_state_dict(state, strict=False)
         self._flatten()
+        self._inference_copy = None
         try:
             yield
         finally:
             self._model.load_state_dict(backup)
             self._flatten()
+            self._inference_copy = None
 
     def to_device(self, device_type: str, device_id: int) -> None:
         if self._model is not None:

@@ -1,0 +1,96 @@
+"""What quantize = "int8" buys and costs: a trained crf_tagger in float32 and
+in int8, beside spaCy's tagger, on the CPU.
+
+    python -m benchmarks.quantize training/cpu/model-best training/baseline/model-best \\
+        corpus/en_ewt-ud-dev.spacy [--repeats 7] [--threads 1] [--score tag_acc] \\
+        [--output metrics/speed/quantize.json]
+
+The crf_tagger pipeline is loaded twice, with quantize = "none" and "int8"
+(a setting given at load time: the saved weights are the same float32 ones).
+`nlp.pipe` words/s of the three pipelines on the dev docs, taken in turn on
+one thread, medians of the repeats; the dev score of each (spaCy's scorer on
+the corpus' sentences, as `spacy evaluate --gold-preproc`), and the share of
+tokens whose label int8 changes.
+"""
+import argparse
+import statistics
+from pathlib import Path
+from typing import Dict, List
+
+import spacy
+import torch
+from spacy.training import Corpus
+
+from .common import environment, unannotated_docs, words_per_second, write_json
+
+SYSTEMS = ("crf_tagger", "crf_tagger int8", "spaCy tagger")
+
+
+def dev_score(nlp, dev: str, score: str) -> float:
+    examples = list(Corpus(dev, gold_preproc=True)(nlp))
+    return round(100 * nlp.evaluate(examples)[score], 2)
+
+
+def changed_share(plain, int8, docs, attr: str) -> float:
+    """The share of tokens whose predicted `attr` int8 changes."""
+    a = list(plain.pipe(d.copy() for d in docs))
+    b = list(int8.pipe(d.copy() for d in docs))
+    pairs = [(getattr(x, attr), getattr(y, attr)) for da, db in zip(a, b) for x, y in zip(da, db)]
+    return round(sum(x != y for x, y in pairs) / max(1, len(pairs)), 5)
+
+
+def main(argv: List[str] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("crf_model")
+    parser.add_argument("baseline_model")
+    parser.add_argument("dev")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--score", default="tag_acc")
+    parser.add_argument("--attr", default="tag", help="the token attribute compared: tag, pos, morph or ent_iob")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    pipelines = {
+        "crf_tagger": spacy.load(args.crf_model, config={"components": {"crf_tagger": {"quantize": "none"}}}),
+        "crf_tagger int8": spacy.load(args.crf_model, config={"components": {"crf_tagger": {"quantize": "int8"}}}),
+        "spaCy tagger": spacy.load(args.baseline_model),
+    }
+    docs = unannotated_docs(pipelines["crf_tagger"], args.dev)
+    rates: Dict[str, List[float]] = {name: [] for name in SYSTEMS}
+    for _ in range(args.repeats):
+        for name in SYSTEMS:
+            rates[name].append(words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    result = {
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "score": args.score,
+        "crf_model": args.crf_model,
+        "baseline_model": args.baseline_model,
+        "words_per_second": {name: round(value) for name, value in medians.items()},
+        "runs": {name: [round(v) for v in values] for name, values in rates.items()},
+        "dev_score": {name: dev_score(nlp, args.dev, args.score) for name, nlp in pipelines.items()},
+        "changed_share": changed_share(pipelines["crf_tagger"], pipelines["crf_tagger int8"], docs,
+                                       args.attr + "_"),
+        "environment": environment(),
+    }
+    print(table(result))
+    write_json(result, args.output)
+
+
+def table(result: Dict) -> str:
+    """Markdown: words/s, its ratio to spaCy's tagger and the dev score of each."""
+    rates, scores = result["words_per_second"], result["dev_score"]
+    lines = [f"| pipeline | nlp.pipe words/s | vs spaCy tagger | dev {result['score']} |", "|---|---|---|---|"]
+    for name in SYSTEMS:
+        lines.append(f"| {name} | {rates[name]:,} | {rates[name] / rates['spaCy tagger']:.2f}x | {scores[name]:.2f} |")
+    lines.append("")
+    lines.append(f"int8 against float32: {rates['crf_tagger int8'] / rates['crf_tagger']:.2f}x the words/s, "
+                 f"{scores['crf_tagger int8'] - scores['crf_tagger']:+.2f} dev {result['score']}, "
+                 f"{100 * result['changed_share']:.2f}% of the tokens labelled differently.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
