@@ -4,9 +4,11 @@ sentences, then nlp.pipe words/s on a corpus, taken in turn (medians).
 
     python -m benchmarks.factory_defaults corpus/en_ewt-ud-train.spacy \
         corpus/en_ewt-ud-dev.spacy [--init-sentences 300] [--repeats 5] [--threads 1]
+        [--crf-model default|legacy] [--quantize none|int8]
 
 `--crf-model legacy` uses 0.1.0's default model (HashEmbedCNN + BiLSTM 128)
-instead, for comparison. Prints a JSON line; the accuracy of the defaults
+instead, for comparison; `--quantize int8` sets the component's `quantize`
+(int8 inference on the CPU). Prints a JSON line; the accuracy of the defaults
 needs training: see configs/cpu.cfg, which uses the same network.
 """
 import argparse
@@ -57,13 +59,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--crf-model", choices=["default", "legacy"], default="default")
+    parser.add_argument("--quantize", choices=["none", "int8"], default="none")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     vocab = spacy.blank("en").vocab
     # one sentence per doc, as spacy convert --n-sents 1 would give
     train_docs = [s.as_doc() for d in DocBin().from_disk(args.train).get_docs(vocab) for s in d.sents]
-    config = None if args.crf_model == "default" else {"model": Config().from_str(LEGACY_MODEL)["model"]}
+    config = {"quantize": args.quantize}
+    if args.crf_model == "legacy":
+        config["model"] = Config().from_str(LEGACY_MODEL)["model"]
     crf = initialized("crf_tagger", train_docs, args.init_sentences, config)
     base = initialized("tagger", train_docs, args.init_sentences)
     docs = unannotated_docs(crf, args.dev)
@@ -73,7 +78,7 @@ def main() -> None:
         rates["tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
     ratios = [c / t for c, t in zip(rates["crf_tagger"], rates["tagger"])]
     result = {
-        "crf_model": args.crf_model,
+        "crf_model": args.crf_model if args.quantize == "none" else f"{args.crf_model}, quantize {args.quantize}",
         "init_sentences": args.init_sentences,
         "threads": args.threads,
         "words_per_second": {k: round(statistics.median(v)) for k, v in rates.items()},
