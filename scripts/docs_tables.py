@@ -311,14 +311,14 @@ def schedule_seeds(root: Path) -> Optional[str]:
     benchmarks.time_to_accuracy NAME=CONFIG,...,system.seed=N ... --output
     metrics/speed/tta_NAME.json`; scores only (these runs were not timed alone)."""
     records = [load(path) for path in sorted((root / "metrics" / "speed").glob("tta_*.json"))]
-    runs = [(name, run, r) for r in records if r for name, run in r["runs"].items()]
+    runs = [(name, run, r) for r in records if r for name, run in r["runs"].items() if run.get("config")]
     if not runs:
         return None
     lines = ["| run | settings | final | best |", "|---|---|---|---|"]
     for name, run, _ in sorted(runs, key=lambda item: item[0]):
         settings = " ".join(run.get("args") or []) or "as in the config"
-        lines.append(f"| {name} | `{Path(run['config']).as_posix().split('/')[-1]}` {settings} "
-                     f"| {run['final']:.2f} | {run['best']:.2f} |")
+        final, best = ("-" if run.get(key) is None else f"{run[key]:.2f}" for key in ("final", "best"))
+        lines.append(f"| {name} | `{Path(run['config']).name}` {settings} | {final} | {best} |")
     first = runs[0][2]
     return (f"{environment_line(*[r for _, _, r in runs])} `spacy train`, {first['threads']} thread(s); "
             f"dev `{first['score']}`.\n\n" + "\n".join(lines))

@@ -1,7 +1,7 @@
 """`spacy train` with a step budget that keeps the learning-rate schedule whole.
 
     python -m scripts.train CONFIG --output DIR [--max-steps N] [--gpu-id G]
-        [--section.key value ...]
+        [--code FILE] [--section.key value ...]
 
 With `--max-steps 0` (the project's default) the config's own budget is
 trained. With N > 0, `[training] max_steps` becomes N and so does the
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from spacy.cli._util import parse_config_overrides
+from spacy.cli._util import import_code, parse_config_overrides
 from spacy.cli.train import train
 from spacy.util import load_config
 
@@ -41,7 +41,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--max-steps", type=int, default=0, help="0: the config's own budget")
     parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--code", type=Path, help="a Python file imported first (as spacy train --code)")
     args, extra = parser.parse_known_args(argv)
+    import_code(args.code)
     overrides = {**budget_overrides(args.config, args.max_steps), **parse_config_overrides(extra)}
     train(args.config, args.output, use_gpu=args.gpu_id, overrides=overrides)
 

@@ -293,10 +293,6 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError(Errors.E018.format(name=name, threads=threads))
-        if quantize not in quantization.MODES:
-            raise ValueError(Errors.E026.format(name=name, value=quantize, options=list(quantization.MODES)))
-        if quantize == "int8" and not quantization.available():
-            raise ValueError(Errors.E027.format(name=name, version=torch.__version__))
         asks_spans = (
             store_entity_probs or ents_threshold > 0 or candidates_key is not None or incorrect_spans_key is not None
         )
@@ -315,7 +311,6 @@ class CRFTagger(TrainablePipe):
         # runtime settings (in the pipeline's config.cfg, not in self.cfg)
         self.threads = threads
         self.quantize = quantize
-        set_quantize(model, quantize)
         cfg: Dict[str, Any] = {
             "labels": [],
             "target": target,
@@ -332,6 +327,20 @@ class CRFTagger(TrainablePipe):
             "temperature": 1.0,
         }
         self.cfg = dict(sorted(cfg.items()))
+
+    @property
+    def quantize(self) -> str:
+        """"none", or "int8": CPU prediction through an int8 copy of the network."""
+        return self._quantize
+
+    @quantize.setter
+    def quantize(self, mode: str) -> None:
+        if mode not in quantization.MODES:
+            raise ValueError(Errors.E026.format(name=self.name, value=mode, options=list(quantization.MODES)))
+        if mode == "int8" and not quantization.available():
+            raise ValueError(Errors.E027.format(name=self.name, version=torch.__version__))
+        set_quantize(self.model, mode)
+        self._quantize = mode
 
     @property
     def labels(self) -> Tuple[str, ...]:

@@ -90,3 +90,16 @@ def test_factory_default_is_float32():
     nlp = spacy.blank("en")
     tagger = nlp.add_pipe("crf_tagger", config={"model": SMALL_MODEL})
     assert tagger.quantize == "none" and nlp.config["components"]["crf_tagger"]["quantize"] == "none"
+
+
+def test_the_setting_can_change_on_a_built_component():
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=10)
+    tagger = nlp.get_pipe("crf_tagger")
+    exact = emissions(nlp)
+    tagger.quantize = "int8"
+    assert not torch.equal(emissions(nlp), exact)
+    tagger.quantize = "none"
+    assert torch.equal(emissions(nlp), exact)
+    with pytest.raises(ValueError, match="E026"):
+        tagger.quantize = "fp8"

@@ -16,14 +16,17 @@ MODES = ("none", "int8")
 
 
 def available() -> bool:
-    """Whether this torch has eager dynamic quantization."""
+    """Whether this torch has eager dynamic quantization and a quantized
+    engine to run it."""
+    import torch
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from torch.ao.quantization import quantize_dynamic  # noqa: F401
     except ImportError:
         return False
-    return True
+    return any(engine != "none" for engine in torch.backends.quantized.supported_engines)
 
 
 def int8_copy(network: nn.Module) -> nn.Module:
