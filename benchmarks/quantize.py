@@ -3,7 +3,7 @@ in int8, beside spaCy's tagger, on the CPU.
 
     python -m benchmarks.quantize training/cpu/model-best training/baseline/model-best \\
         corpus/en_ewt-ud-dev.spacy [--repeats 7] [--threads 1] [--score tag_acc] \\
-        [--output metrics/speed/quantize.json]
+        [--attr tag_] [--baseline-name "spaCy tagger"] [--output metrics/speed/quantize.json]
 
 The crf_tagger pipeline is loaded twice, with quantize = "none" and "int8"
 (a setting given at load time: the saved weights are the same float32 ones).
@@ -23,7 +23,7 @@ from spacy.training import Corpus
 
 from .common import environment, unannotated_docs, words_per_second, write_json
 
-SYSTEMS = ("crf_tagger", "crf_tagger int8", "spaCy tagger")
+CRF_SYSTEMS = ("crf_tagger", "crf_tagger int8")
 
 
 def dev_score(nlp, dev: str, score: str) -> float:
@@ -35,7 +35,7 @@ def changed_share(plain, int8, docs, attr: str) -> float:
     """The share of tokens whose predicted `attr` int8 changes."""
     a = list(plain.pipe(d.copy() for d in docs))
     b = list(int8.pipe(d.copy() for d in docs))
-    pairs = [(getattr(x, attr), getattr(y, attr)) for da, db in zip(a, b) for x, y in zip(da, db)]
+    pairs = [(str(getattr(x, attr)), str(getattr(y, attr))) for da, db in zip(a, b) for x, y in zip(da, db)]
     return round(sum(x != y for x, y in pairs) / max(1, len(pairs)), 5)
 
 
@@ -47,19 +47,21 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--score", default="tag_acc")
-    parser.add_argument("--attr", default="tag", help="the token attribute compared: tag, pos, morph or ent_iob")
+    parser.add_argument("--attr", default="tag_", help="the token attribute compared: tag_, pos_, morph or ent_iob_")
+    parser.add_argument("--baseline-name", default="spaCy tagger", help="what the baseline pipeline is called")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     pipelines = {
         "crf_tagger": spacy.load(args.crf_model, config={"components": {"crf_tagger": {"quantize": "none"}}}),
         "crf_tagger int8": spacy.load(args.crf_model, config={"components": {"crf_tagger": {"quantize": "int8"}}}),
-        "spaCy tagger": spacy.load(args.baseline_model),
+        args.baseline_name: spacy.load(args.baseline_model),
     }
+    systems = [*CRF_SYSTEMS, args.baseline_name]
     docs = unannotated_docs(pipelines["crf_tagger"], args.dev)
-    rates: Dict[str, List[float]] = {name: [] for name in SYSTEMS}
+    rates: Dict[str, List[float]] = {name: [] for name in systems}
     for _ in range(args.repeats):
-        for name in SYSTEMS:
+        for name in systems:
             rates[name].append(words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
     medians = {name: statistics.median(values) for name, values in rates.items()}
     result = {
@@ -68,11 +70,11 @@ def main(argv: List[str] = None) -> None:
         "score": args.score,
         "crf_model": args.crf_model,
         "baseline_model": args.baseline_model,
+        "baseline_name": args.baseline_name,
         "words_per_second": {name: round(value) for name, value in medians.items()},
         "runs": {name: [round(v) for v in values] for name, values in rates.items()},
         "dev_score": {name: dev_score(nlp, args.dev, args.score) for name, nlp in pipelines.items()},
-        "changed_share": changed_share(pipelines["crf_tagger"], pipelines["crf_tagger int8"], docs,
-                                       args.attr + "_"),
+        "changed_share": changed_share(pipelines["crf_tagger"], pipelines["crf_tagger int8"], docs, args.attr),
         "environment": environment(),
     }
     print(table(result))
@@ -80,11 +82,12 @@ def main(argv: List[str] = None) -> None:
 
 
 def table(result: Dict) -> str:
-    """Markdown: words/s, its ratio to spaCy's tagger and the dev score of each."""
+    """Markdown: words/s, its ratio to the baseline's and the dev score of each."""
     rates, scores = result["words_per_second"], result["dev_score"]
-    lines = [f"| pipeline | nlp.pipe words/s | vs spaCy tagger | dev {result['score']} |", "|---|---|---|---|"]
-    for name in SYSTEMS:
-        lines.append(f"| {name} | {rates[name]:,} | {rates[name] / rates['spaCy tagger']:.2f}x | {scores[name]:.2f} |")
+    baseline = result.get("baseline_name", "spaCy tagger")
+    lines = [f"| pipeline | nlp.pipe words/s | vs {baseline} | dev {result['score']} |", "|---|---|---|---|"]
+    for name in rates:
+        lines.append(f"| {name} | {rates[name]:,} | {rates[name] / rates[baseline]:.2f}x | {scores[name]:.2f} |")
     lines.append("")
     lines.append(f"int8 against float32: {rates['crf_tagger int8'] / rates['crf_tagger']:.2f}x the words/s, "
                  f"{scores['crf_tagger int8'] - scores['crf_tagger']:+.2f} dev {result['score']}, "

@@ -325,13 +325,19 @@ def schedule_seeds(root: Path) -> Optional[str]:
 
 
 def quantize(root: Path) -> Optional[str]:
-    """metrics/speed/quantize.json: `python -m benchmarks.quantize ...`."""
-    record = load(root / "metrics" / "speed" / "quantize.json")
-    if record is None:
+    """metrics/speed/quantize*.json: `python -m benchmarks.quantize ...`, a
+    table per trained pipeline."""
+    records = [load(path) for path in sorted((root / "metrics" / "speed").glob("quantize*.json"))]
+    records = [r for r in records if r]
+    if not records:
         return None
-    head = (f"{environment_line(record)} {record['threads']} thread(s), the pipelines in turn, medians of "
-            f"{record['repeats']}; dev score on the corpus' sentences (`spacy evaluate --gold-preproc`).")
-    return head + "\n\n" + quantize_table(record)
+    first = records[0]
+    head = (f"{environment_line(*records)} {first['threads']} thread(s), the pipelines in turn, medians of "
+            f"{first['repeats']}; dev score on the corpus' sentences (`spacy evaluate --gold-preproc`).")
+    if len(records) == 1:
+        return head + "\n\n" + quantize_table(first)
+    parts = [f"`{r['crf_model']}` against `{r['baseline_model']}`:\n\n{quantize_table(r)}" for r in records]
+    return head + "\n\n" + "\n\n".join(parts)
 
 
 def peers(root: Path) -> Optional[str]:
