@@ -334,8 +334,6 @@ def quantize(root: Path) -> Optional[str]:
     first = records[0]
     head = (f"{environment_line(*records)} {first['threads']} thread(s), the pipelines in turn, medians of "
             f"{first['repeats']}; dev score on the corpus' sentences (`spacy evaluate --gold-preproc`).")
-    if len(records) == 1:
-        return head + "\n\n" + quantize_table(first)
     parts = [f"`{r['crf_model']}` against `{r['baseline_model']}`:\n\n{quantize_table(r)}" for r in records]
     return head + "\n\n" + "\n\n".join(parts)
 

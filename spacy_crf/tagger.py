@@ -27,9 +27,10 @@ from .ml import (
     DocScores,
     count_known_words,
     crf_batch_loss,
+    crf_shim,
     set_constraints,
-    set_quantize,
     set_label_classes,
+    set_quantize,
     torch_network,
     uses_label_classes,
 )
@@ -331,7 +332,7 @@ class CRFTagger(TrainablePipe):
     @property
     def quantize(self) -> str:
         """"none", or "int8": CPU prediction through an int8 copy of the network."""
-        return self._quantize
+        return crf_shim(self.model).quantize
 
     @quantize.setter
     def quantize(self, mode: str) -> None:
@@ -340,7 +341,6 @@ class CRFTagger(TrainablePipe):
         if mode == "int8" and not quantization.available():
             raise ValueError(Errors.E027.format(name=self.name, version=torch.__version__))
         set_quantize(self.model, mode)
-        self._quantize = mode
 
     @property
     def labels(self) -> Tuple[str, ...]:
