@@ -45,8 +45,9 @@ seconds, step = epoch and score = dev accuracy in percent, "seconds", "best",
 "final", "settings_text"), so `time_to_accuracy --peer flair=JSON` plots it
 beside crf_tagger, plus "train_words_per_second", "pipe_words_per_second",
 "inference_runs", "dev_accuracy", "epochs_done" and "stopped_early".
-`--spacy-model NAME=PATH` (repeatable) times trained spaCy pipelines (e.g.
-crf_tagger's configs/cpu.cfg model) in turn with Flair's predict, one doc per
+`--spacy-model NAME=PATH[,SECTION.KEY=VALUE...]` (repeatable) times trained
+spaCy pipelines (e.g. crf_tagger's configs/cpu.cfg model, and the same with
+`components.crf_tagger.quantize=int8`) in turn with Flair's predict, one doc per
 sentence, and scores their dev accuracy: "side_by_side".
 """
 import argparse
@@ -238,6 +239,26 @@ def accuracy(tagger, sentences: Sentences, batch_size: int) -> float:
     return 100.0 * right / total
 
 
+def parse_spacy_model(spec: str) -> Tuple[str, str, Dict]:
+    """NAME=PATH[,SECTION.KEY=VALUE...] -> (name, path, the config overrides
+    for spacy.load as a nested dict, e.g. components.crf_tagger.quantize=int8)."""
+    import srsly
+    from spacy.util import dot_to_dict
+
+    name, _, rest = spec.partition("=")
+    path, *overrides = rest.split(",")
+    if not name or not path or any("=" not in o for o in overrides):
+        raise ValueError(f"expected NAME=PATH[,SECTION.KEY=VALUE...], got {spec!r}")
+    values = {}
+    for override in overrides:
+        key, _, value = override.partition("=")
+        try:  # as spaCy's command line reads overrides: JSON, else a string
+            values[key] = srsly.json_loads(value)
+        except ValueError:
+            values[key] = value
+    return name, path, dot_to_dict(values)
+
+
 def spacy_side_by_side(models: List[str], tagger, sentences: Sentences, *, column: str, repeats: int,
                        batch_size: int) -> Dict[str, Dict]:
     """Inference words/s and dev accuracy of spaCy pipelines (NAME=PATH) beside
@@ -251,8 +272,8 @@ def spacy_side_by_side(models: List[str], tagger, sentences: Sentences, *, colum
     attr = "tag_" if column == "xpos" else "pos_"
     pipelines = {}
     for spec in models:
-        name, _, path = spec.partition("=")
-        nlp = spacy.load(path)
+        name, path, overrides = parse_spacy_model(spec)
+        nlp = spacy.load(path, config=overrides)
         docs = [Doc(nlp.vocab, words=list(words)) for words, _ in sentences]
         right = sum(getattr(token, attr) == gold for doc, (_, tags) in zip(nlp.pipe(d.copy() for d in docs), sentences)
                     for token, gold in zip(doc, tags))
@@ -281,7 +302,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--word-dim", type=int, default=100, help="width of the word embeddings")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spacy-model", action="append", default=[],
-                        help="NAME=PATH: a spaCy pipeline whose inference is timed in turn with Flair's")
+                        help="NAME=PATH[,SECTION.KEY=VALUE...]: a spaCy pipeline (loaded with those config "
+                             "values, e.g. components.crf_tagger.quantize=int8) whose inference is timed in turn "
+                             "with Flair's")
     parser.add_argument("--workdir", type=Path, default=Path("training/peers/flair"))
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)

@@ -7,7 +7,12 @@ Measures, with the same thread count, medians over repeats taken in turn:
   1. nlp.pipe words/s of both pipelines on the dev texts (gold tokens);
   2. for crf_tagger, the share of Viterbi decoding in its predict step,
      against the encoder (tok2vec + BiLSTM + emissions);
-  3. training words/s of both (nlp.update on train batches of ~1000 words).
+  3. training words/s of both: nlp.update on batches of ~1000 words of the
+     training examples as each pipeline's config reads them (spaCy's Corpus
+     with the config's `corpora.train.gold_preproc`: one sentence per example
+     with the treebank's tokens for the shipped configs, as `spacy train`
+     feeds them); --whole-docs times the corpus' multi-sentence docs through
+     spaCy's tokenizer instead.
 """
 import argparse
 import statistics
@@ -16,8 +21,7 @@ from pathlib import Path
 
 import spacy
 import torch
-from spacy.tokens import DocBin
-from spacy.training import Example
+from spacy.training import Corpus
 
 from .common import unannotated_docs, words_per_second, write_json
 
@@ -35,6 +39,13 @@ def decode_share(nlp, docs, batch_size=256):
         decode += time.perf_counter() - middle
         encode += middle - start
     return encode, decode
+
+
+def training_examples(nlp, path, *, whole_docs=False):
+    """The training examples as the pipeline's config reads them (its
+    `corpora.train.gold_preproc`), or whole docs through the tokenizer."""
+    gold_preproc = False if whole_docs else bool(nlp.config["corpora"]["train"].get("gold_preproc", False))
+    return list(Corpus(path, gold_preproc=gold_preproc)(nlp)), gold_preproc
 
 
 def training_words_per_second(nlp, examples, *, words, batch_words=1000):
@@ -64,6 +75,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--train-words", type=int, default=20000)
+    parser.add_argument("--whole-docs", action="store_true",
+                        help="train on the corpus' multi-sentence docs, whatever the configs say")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -75,22 +88,24 @@ def main() -> None:
         pipe["crf_tagger"].append(words_per_second(crf, docs, repeats=1, batch_size=256)[0])
         pipe["spaCy tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
     encode, decode = decode_share(crf, [d.copy() for d in docs])
-    train_docs = list(DocBin().from_disk(args.train).get_docs(crf.vocab))
     train = {"crf_tagger": [], "spaCy tagger": []}
+    units = {}
     for _ in range(max(1, args.repeats // 2)):
         for name, nlp in (("crf_tagger", crf), ("spaCy tagger", base)):
-            examples = [Example(nlp.make_doc(d.text), d) for d in train_docs]
+            examples, gold_preproc = training_examples(nlp, args.train, whole_docs=args.whole_docs)
+            units[name] = "sentences, gold tokens" if gold_preproc else "whole docs, spaCy's tokenizer"
             train[name].append(training_words_per_second(nlp, examples, words=args.train_words))
     result = {
         "threads": args.threads,
         "pipe_words_per_second": {k: round(statistics.median(v)) for k, v in pipe.items()},
         "train_words_per_second": {k: round(statistics.median(v)) for k, v in train.items()},
+        "train_examples": units,
         "crf_decode_seconds": round(decode, 3),
         "crf_encoder_seconds": round(encode, 3),
         "decode_share_of_encoder": round(decode / encode, 3),
     }
     p, t = result["pipe_words_per_second"], result["train_words_per_second"]
-    print(f"{args.threads} thread(s), medians of {args.repeats} runs taken in turn")
+    print(f"{args.threads} thread(s), medians of {args.repeats} runs taken in turn; training examples: {units}")
     print("| pipeline | nlp.pipe words/s | training words/s |")
     print("|---|---|---|")
     for name in p:

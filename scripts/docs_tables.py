@@ -142,7 +142,8 @@ def pipeline_compare(root: Path) -> Optional[str]:
     if r is None:
         return None
     p, t = r["pipe_words_per_second"], r["train_words_per_second"]
-    lines = [f"{environment_line(r)} {r['threads']} thread(s).", "",
+    unit = training_unit(r)
+    lines = [f"{environment_line(r)} {r['threads']} thread(s).{' Training: ' + unit + '.' if unit else ''}", "",
              "| pipeline | nlp.pipe words/s | training words/s |", "|---|---|---|"]
     lines += [f"| {name} | {p[name]:,} | {t[name]:,} |" for name in p]
     lines += ["", f"crf_tagger / spaCy tagger: `nlp.pipe` {p['crf_tagger'] / p['spaCy tagger']:.2f}x, training "
@@ -338,6 +339,17 @@ def quantize(root: Path) -> Optional[str]:
     return head + "\n\n" + "\n\n".join(parts)
 
 
+def training_unit(compare: Dict) -> str:
+    """What pipeline_compare trained on, from its record ("" for a record
+    that predates the field)."""
+    units = set((compare.get("train_examples") or {}).values())
+    if units == {"sentences, gold tokens"}:
+        return "one training sentence per example, on its gold tokens, as `spacy train` reads them for both configs"
+    if units == {"whole docs, spaCy's tokenizer"}:
+        return "the training corpus' docs of 10 sentences, through spaCy's tokenizer"
+    return ", ".join(sorted(units))
+
+
 def peers(root: Path) -> Optional[str]:
     """metrics/speed/flair.json (`python -m benchmarks.peers ...`), with the
     training words/s of metrics/speed/pipeline_compare.json."""
@@ -346,7 +358,8 @@ def peers(root: Path) -> Optional[str]:
         return None
     compare = load(root / "metrics" / "speed" / "pipeline_compare.json") or {}
     trained = {"flair": flair["train_words_per_second"], **compare.get("train_words_per_second", {})}
-    names = {"crf_tagger": "crf_tagger", "spacy_tagger": "spaCy tagger", "flair": "Flair"}
+    names = {"crf_tagger": "crf_tagger", "crf_tagger_int8": "crf_tagger, quantize int8",
+             "spacy_tagger": "spaCy tagger", "flair": "Flair"}
     sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
                                                     "dev_accuracy": flair["dev_accuracy"]}}
     base = sides["flair"]
@@ -363,7 +376,8 @@ def peers(root: Path) -> Optional[str]:
             f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
             f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
             f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
-            f"Flair's inside its epochs; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`).")
+            f"Flair's inside its epochs; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`"
+            f"{', ' + training_unit(compare) if training_unit(compare) else ''}).")
     return head + "\n\n" + "\n".join(lines)
 
 

@@ -189,6 +189,19 @@ def test_peers_reads_conllu(tmp_path):
         read_conllu(path, "xpos")
 
 
+def test_peers_spacy_model_specs_carry_config_overrides():
+    from benchmarks.peers import parse_spacy_model
+
+    assert parse_spacy_model("crf=training/cpu/model-best") == ("crf", "training/cpu/model-best", {})
+    name, path, overrides = parse_spacy_model(
+        "crf_int8=model,components.crf_tagger.quantize=int8,components.crf_tagger.threads=1")
+    assert (name, path) == ("crf_int8", "model")
+    assert overrides == {"components": {"crf_tagger": {"quantize": "int8", "threads": 1}}}
+    for bad in ("model", "=model", "crf=model,quantize"):
+        with pytest.raises(ValueError, match="NAME=PATH"):
+            parse_spacy_model(bad)
+
+
 def test_peers_without_flair_says_what_to_install(monkeypatch):
     from benchmarks.peers import import_flair
 
@@ -215,7 +228,8 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     # two epochs asked, but --max-minutes 0 stops after the first
     out = run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--epochs", 2, "--max-minutes", 0,
               "--repeats", 2, "--workdir", tmp_path / "work", "--output", output,
-              "--spacy-model", f"crf={tmp_path / 'crf'}")
+              "--spacy-model", f"crf={tmp_path / 'crf'}",
+              "--spacy-model", f"crf_int8={tmp_path / 'crf'},components.crf_tagger.quantize=int8")
     result = json.loads(output.read_text())
     assert "epoch 1: dev accuracy" in out
     assert result["flair"] and result["settings_text"].startswith("Flair ")
@@ -232,8 +246,9 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     assert len(result["inference_runs"]) == 2 and result["environment"]["torch"]
     assert (tmp_path / "work" / "model" / "final-model.pt").exists()
     sides = result["side_by_side"]
-    assert set(sides) == {"flair", "crf"} and all(len(side["runs"]) == 2 for side in sides.values())
+    assert set(sides) == {"flair", "crf", "crf_int8"} and all(len(side["runs"]) == 2 for side in sides.values())
     assert sides["crf"]["dev_accuracy"] == 100.0 and sides["flair"]["dev_accuracy"] == result["dev_accuracy"]
+    assert sides["crf_int8"]["dev_accuracy"] == 100.0
 
 
 def test_quantize_times_and_scores_float32_int8_and_spacys_tagger(corpus, tmp_path):
@@ -261,3 +276,25 @@ def test_quantize_times_and_scores_float32_int8_and_spacys_tagger(corpus, tmp_pa
     assert list(result["words_per_second"]) == systems and all(v > 0 for v in result["words_per_second"].values())
     assert set(result["dev_score"]) == set(systems) and all(0 <= v <= 100 for v in result["dev_score"].values())
     assert 0.0 <= result["changed_share"] <= 1.0
+
+
+def test_pipeline_compare_trains_on_the_examples_the_config_reads(tmp_path):
+    import spacy
+    from spacy.tokens import Doc, DocBin
+
+    from benchmarks.pipeline_compare import training_examples
+
+    vocab = spacy.blank("en").vocab
+    (a_words, a_tags), (b_words, b_tags) = SENTENCES[:2]
+    doc = Doc(vocab, words=a_words + b_words, tags=a_tags + b_tags,
+              sent_starts=[True] + [False] * (len(a_words) - 1) + [True] + [False] * (len(b_words) - 1))
+    path = tmp_path / "two_sentences.spacy"
+    DocBin(docs=[doc, doc]).to_disk(path)
+    sentences = spacy.blank("en", config={"corpora": {"train": {"gold_preproc": True}}})
+    examples, gold_preproc = training_examples(sentences, path)
+    assert gold_preproc and [len(eg.predicted) for eg in examples] == [len(a_words), len(b_words)] * 2
+    assert [t.text for t in examples[1].predicted] == b_words
+    examples, gold_preproc = training_examples(sentences, path, whole_docs=True)
+    assert not gold_preproc and len(examples) == 2 and examples[0].reference.text == doc.text
+    examples, gold_preproc = training_examples(spacy.blank("en"), path)
+    assert not gold_preproc and len(examples) == 2

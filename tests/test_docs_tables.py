@@ -100,3 +100,32 @@ def test_entity_probabilities_table(tmp_path):
     assert "| `ner` | crf_tagger | exact posteriors, tau = 2.00 | uner-dev-odd.spacy | 400 | 0.0500 | 0.0310 | 0.1700 " \
         "| 0.9000 (30) |" in table
     assert "| 0.50 | 80.0 / 50.0 / 61.5 |" in table
+
+
+def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
+    from scripts.docs_tables import peers, pipeline_compare
+
+    compare = {"environment": ENV, "threads": 1, "pipe_words_per_second": {"crf_tagger": 300, "spaCy tagger": 200},
+               "train_words_per_second": {"crf_tagger": 4000, "spaCy tagger": 6000}, "decode_share_of_encoder": 0.05,
+               "train_examples": {"crf_tagger": "sentences, gold tokens", "spaCy tagger": "sentences, gold tokens"}}
+    write(tmp_path / "metrics" / "speed" / "pipeline_compare.json", compare)
+    assert peers(tmp_path) is None  # no Flair run
+    table = pipeline_compare(tmp_path)
+    assert "Training: one training sentence per example, on its gold tokens" in table
+    assert "| crf_tagger | 300 | 4,000 |" in table and "training 0.67x" in table
+    side = {"flair": {"words_per_second": 100.0, "dev_accuracy": 91.9},
+            "crf_tagger": {"words_per_second": 500.0, "dev_accuracy": 94.7},
+            "crf_tagger_int8": {"words_per_second": 600.0, "dev_accuracy": 94.7},
+            "spacy_tagger": {"words_per_second": 300.0, "dev_accuracy": 93.9}}
+    write(tmp_path / "metrics" / "speed" / "flair.json", {
+        "environment": ENV, "train_words_per_second": 1000.0, "side_by_side": side,
+        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 5}, "settings_text": "Flair 0.15.1",
+        "epochs_done": 10, "seconds": 1920.0, "stopped_early": False})
+    table = peers(tmp_path)
+    assert "| crf_tagger | 94.70 | 500 | 5.0x | 4,000 | 4.0x |" in table
+    assert "| crf_tagger, quantize int8 | 94.70 | 600 | 6.0x | - | - |" in table
+    assert "| spaCy tagger | 93.90 | 300 | 3.0x | 6,000 | 6.0x |" in table
+    assert "(`nlp.update`, one training sentence per example" in table
+    del compare["train_examples"]  # a record from before the field: no claim about the unit
+    write(tmp_path / "metrics" / "speed" / "pipeline_compare.json", compare)
+    assert "(`nlp.update`)." in peers(tmp_path) and "Training:" not in pipeline_compare(tmp_path)
