@@ -65,6 +65,23 @@ def bare(doc: Doc) -> Doc:
     return Doc(doc.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
 
 
+def parse_spec(spec: str, target: str = "PATH") -> Tuple[str, str, List[str]]:
+    """NAME=TARGET[,SECTION.KEY=VALUE...] -> (name, target, the overrides as
+    `spacy train` arguments: ["--section.key", "value", ...]).
+
+    target (str): what TARGET is called in the error message (CONFIG, PATH).
+    """
+    name, _, rest = spec.partition("=")
+    value, *overrides = rest.split(",")
+    if not name or not value or any("=" not in o for o in overrides):
+        raise ValueError(f"expected NAME={target}[,SECTION.KEY=VALUE...], got {spec!r}")
+    args: List[str] = []
+    for override in overrides:
+        key, _, setting = override.partition("=")
+        args += [f"--{key}", setting]
+    return name, value, args
+
+
 def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size: int) -> Tuple[float, List[float], int]:
     """nlp.pipe words/s on copies of docs, after a warm-up on 50 of them.
 

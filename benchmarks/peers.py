@@ -61,7 +61,7 @@ from typing import Dict, List, Optional, Tuple
 
 from spacy_crf.errors import ErrorsWithCodes
 
-from .common import environment, write_json
+from .common import environment, parse_spec, write_json
 
 # CoNLL-U's ten columns
 COLUMNS = ["id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc"]
@@ -241,22 +241,13 @@ def accuracy(tagger, sentences: Sentences, batch_size: int) -> float:
 
 def parse_spacy_model(spec: str) -> Tuple[str, str, Dict]:
     """NAME=PATH[,SECTION.KEY=VALUE...] -> (name, path, the config overrides
-    for spacy.load as a nested dict, e.g. components.crf_tagger.quantize=int8)."""
-    import srsly
+    for spacy.load as a nested dict, e.g. components.crf_tagger.quantize=int8),
+    the values read as spaCy's command line reads them."""
+    from spacy.cli._util import parse_config_overrides
     from spacy.util import dot_to_dict
 
-    name, _, rest = spec.partition("=")
-    path, *overrides = rest.split(",")
-    if not name or not path or any("=" not in o for o in overrides):
-        raise ValueError(f"expected NAME=PATH[,SECTION.KEY=VALUE...], got {spec!r}")
-    values = {}
-    for override in overrides:
-        key, _, value = override.partition("=")
-        try:  # as spaCy's command line reads overrides: JSON, else a string
-            values[key] = srsly.json_loads(value)
-        except ValueError:
-            values[key] = value
-    return name, path, dot_to_dict(values)
+    name, path, args = parse_spec(spec, "PATH")
+    return name, path, dot_to_dict(parse_config_overrides(args))
 
 
 def spacy_side_by_side(models: List[str], tagger, sentences: Sentences, *, column: str, repeats: int,

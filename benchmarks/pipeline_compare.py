@@ -41,6 +41,10 @@ def decode_share(nlp, docs, batch_size=256):
     return encode, decode
 
 
+# what the training examples were, by gold_preproc: the JSON's "train_examples"
+TRAINING_UNITS = {True: "sentences, gold tokens", False: "whole docs, spaCy's tokenizer"}
+
+
 def training_examples(nlp, path, *, whole_docs=False):
     """The training examples as the pipeline's config reads them (its
     `corpora.train.gold_preproc`), or whole docs through the tokenizer."""
@@ -88,13 +92,15 @@ def main() -> None:
         pipe["crf_tagger"].append(words_per_second(crf, docs, repeats=1, batch_size=256)[0])
         pipe["spaCy tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
     encode, decode = decode_share(crf, [d.copy() for d in docs])
-    train = {"crf_tagger": [], "spaCy tagger": []}
-    units = {}
+    systems = {"crf_tagger": crf, "spaCy tagger": base}
+    examples, units = {}, {}
+    for name, nlp in systems.items():
+        examples[name], gold_preproc = training_examples(nlp, args.train, whole_docs=args.whole_docs)
+        units[name] = TRAINING_UNITS[gold_preproc]
+    train = {name: [] for name in systems}
     for _ in range(max(1, args.repeats // 2)):
-        for name, nlp in (("crf_tagger", crf), ("spaCy tagger", base)):
-            examples, gold_preproc = training_examples(nlp, args.train, whole_docs=args.whole_docs)
-            units[name] = "sentences, gold tokens" if gold_preproc else "whole docs, spaCy's tokenizer"
-            train[name].append(training_words_per_second(nlp, examples, words=args.train_words))
+        for name, nlp in systems.items():
+            train[name].append(training_words_per_second(nlp, examples[name], words=args.train_words))
     result = {
         "threads": args.threads,
         "pipe_words_per_second": {k: round(statistics.median(v)) for k, v in pipe.items()},

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .common import environment, write_json
+from .common import environment, parse_spec, write_json
 
 # an evaluation row of spaCy's console logger: epoch, step, losses..., scores..., score
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+((?:[-\d.]+\s+)+)([-\d.]+)\s*$")
@@ -68,15 +68,7 @@ def parse_row(line: str, columns: Optional[List[str]], score: str) -> Optional[D
 
 def parse_run(spec: str) -> Tuple[str, str, List[str]]:
     """NAME=CONFIG[,SECTION.KEY=VALUE...] -> (name, config, spacy train override args)."""
-    name, _, rest = spec.partition("=")
-    config, *overrides = rest.split(",")
-    if not name or not config or any("=" not in o for o in overrides):
-        raise ValueError(f"expected NAME=CONFIG[,SECTION.KEY=VALUE...], got {spec!r}")
-    args: List[str] = []
-    for override in overrides:
-        key, _, value = override.partition("=")
-        args += [f"--{key}", value]
-    return name, config, args
+    return parse_spec(spec, "CONFIG")
 
 
 def run_training(config: str, train: str, dev: str, output: Path, threads: int, score: str, extra: List[str]) -> Dict:

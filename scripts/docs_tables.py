@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
 from benchmarks.large_labels import table as large_labels_table
+from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
 from benchmarks.time_to_accuracy import table as time_to_accuracy_table
 
@@ -343,9 +344,9 @@ def training_unit(compare: Dict) -> str:
     """What pipeline_compare trained on, from its record ("" for a record
     that predates the field)."""
     units = set((compare.get("train_examples") or {}).values())
-    if units == {"sentences, gold tokens"}:
+    if units == {TRAINING_UNITS[True]}:
         return "one training sentence per example, on its gold tokens, as `spacy train` reads them for both configs"
-    if units == {"whole docs, spaCy's tokenizer"}:
+    if units == {TRAINING_UNITS[False]}:
         return "the training corpus' docs of 10 sentences, through spaCy's tokenizer"
     return ", ".join(sorted(units))
 
@@ -358,6 +359,7 @@ def peers(root: Path) -> Optional[str]:
         return None
     compare = load(root / "metrics" / "speed" / "pipeline_compare.json") or {}
     trained = {"flair": flair["train_words_per_second"], **compare.get("train_words_per_second", {})}
+    unit = training_unit(compare)
     names = {"crf_tagger": "crf_tagger", "crf_tagger_int8": "crf_tagger, quantize int8",
              "spacy_tagger": "spaCy tagger", "flair": "Flair"}
     sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
@@ -377,7 +379,7 @@ def peers(root: Path) -> Optional[str]:
             f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
             f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
             f"Flair's inside its epochs; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`"
-            f"{', ' + training_unit(compare) if training_unit(compare) else ''}).")
+            f"{', ' + unit if unit else ''}).")
     return head + "\n\n" + "\n".join(lines)
 
 

@@ -72,6 +72,7 @@ class CRFShim(PyTorchShim):
             self._inference_copy = quantization.int8_copy(self._model)
         with torch.no_grad():
             return self._inference_copy(*inputs.args, **inputs.kwargs)
+
     def set_label_classes(self, classes: Optional[Sequence[int]]) -> None:
         """The class id of each label, for factored transitions (read at `build`)."""
         self.label_classes = None if classes is None else [int(c) for c in classes]
@@ -96,9 +97,8 @@ class CRFShim(PyTorchShim):
         settings = dict(network_cfg)
         network = BiLSTMCRF(settings.pop("n_inputs"), settings.pop("n_labels"), **settings)
         self._model = network.to(get_torch_default_device())
-        self._inference_copy = None
         self.cfg = {"network": network_cfg}
-        self._apply_constraints()
+        self._apply_constraints()  # also drops the int8 copy of the old network
         return self._model
 
     def set_constraints(
