@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
+from benchmarks.embedding import table as embedding_table
 from benchmarks.large_labels import table as large_labels_table
 from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
@@ -326,6 +327,17 @@ def schedule_seeds(root: Path) -> Optional[str]:
             f"dev `{first['score']}`.\n\n" + "\n".join(lines))
 
 
+def embedding(root: Path) -> Optional[str]:
+    """metrics/speed/embedding*.json: `python -m benchmarks.embedding ...`."""
+    records = [load(path) for path in sorted((root / "metrics" / "speed").glob("embedding*.json"))]
+    records = [r for r in records if r]
+    if not records:
+        return None
+    first = records[0]
+    head = f"{environment_line(*records)} {first['threads']} thread(s), the variants in turn, medians of {first['repeats']}."
+    return head + "\n\n" + "\n\n".join(embedding_table(r) for r in records)
+
+
 def quantize(root: Path) -> Optional[str]:
     """metrics/speed/quantize*.json: `python -m benchmarks.quantize ...`, a
     table per trained pipeline."""
@@ -473,6 +485,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "time-to-accuracy": time_to_accuracy,
     "schedule-seeds": schedule_seeds,
     "quantize": quantize,
+    "embedding": embedding,
     "peers": peers,
     "entity-probabilities": entity_probabilities,
     "probability-overhead": probability_overhead,

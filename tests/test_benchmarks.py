@@ -298,3 +298,35 @@ def test_pipeline_compare_trains_on_the_examples_the_config_reads(tmp_path):
     assert not gold_preproc and len(examples) == 2 and examples[0].reference.text == doc.text
     examples, gold_preproc = training_examples(spacy.blank("en"), path)
     assert not gold_preproc and len(examples) == 2
+
+
+
+def test_embedding_times_both_cpu_paths_and_restores_them(corpus, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    import spacy_crf.ml.distinct_tokens as distinct_tokens
+    from benchmarks.embedding import VARIANTS, main as embedding
+    from spacy_crf.ml.host_blas import HOST_BLAS_OPS
+
+    from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, make_nlp
+
+    docs = list(DocBin().from_disk(corpus).get_docs(spacy.blank("en").vocab))
+    nlp = make_nlp({**SMALL_MODEL, "tok2vec": HASH_CHAR_EMBED})
+    examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+    optimizer = nlp.initialize(get_examples=lambda: examples)
+    nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp_path / "crf")
+    output = tmp_path / "embedding.json"
+    real = distinct_tokens.distinct_tokens
+    embedding([str(tmp_path / "crf"), str(corpus), "--repeats", "1", "--rows", "20", "--output", str(output)])
+    result = json.loads(output.read_text())
+    assert list(result["words_per_second"]) == list(VARIANTS) and all(v > 0 for v in result["words_per_second"].values())
+    ms = result["products"]["ms"]
+    assert set(ms) == {"forward X @ W.T", "backward dY.T @ X", "backward dY @ W"}
+    assert all(t["thinc_blis"] > 0 and t["numpy_blas"] > 0 for t in ms.values())
+    assert result["products"]["n_in"] == 4 * 16 + 8 * 4 and result["changed_share"] == 0.0
+    assert distinct_tokens.distinct_tokens is real
+    reloaded = spacy.load(tmp_path / "crf").get_pipe("crf_tagger").model.get_ref("tok2vec")
+    assert all(node.ops is HOST_BLAS_OPS for node in reloaded.walk() if node.name == "maxout")

@@ -129,3 +129,23 @@ def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
     del compare["train_examples"]  # a record from before the field: no claim about the unit
     write(tmp_path / "metrics" / "speed" / "pipeline_compare.json", compare)
     assert "(`nlp.update`)." in peers(tmp_path) and "Training:" not in pipeline_compare(tmp_path)
+
+
+
+def test_embedding_table(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "performance.md").write_text("<!-- table:embedding:start -->\n<!-- table:embedding:end -->\n")
+    write(tmp_path / "metrics" / "speed" / "embedding.json", {
+        "model": "training/cpu/model-best", "quantize": "int8", "threads": 1, "repeats": 5,
+        "products": {"rows": 1130, "n_in": 640, "n_out": 384,
+                     "ms": {"forward X @ W.T": {"thinc_blis": 18.5, "numpy_blas": 6.1}},
+                     "speedup": {"forward X @ W.T": 3.03}},
+        "words_per_second": {"BLIS, every token": 30000, "numpy BLAS, every token": 33000,
+                             "numpy BLAS, per distinct token": 39000},
+        "changed_share": 0.0001, "environment": ENV,
+    })
+    assert main(["--root", str(tmp_path)]) == 0
+    performance = (tmp_path / "docs" / "performance.md").read_text()
+    assert "| forward X @ W.T | 18.50 | 6.10 | 3.03x |" in performance
+    assert "| numpy BLAS, per distinct token | 39,000 | 1.30x |" in performance
+    assert "medians of 5" in performance and "0.01%" in performance

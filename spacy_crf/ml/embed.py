@@ -29,7 +29,9 @@ from thinc.api import HashEmbed, Maxout, Model, chain, concatenate, list2ragged,
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors
+from .distinct_tokens import per_distinct_token
 from .features import batch_features, byte_embed
+from .host_blas import on_host_blas
 from .unique_rows import unique_rows
 
 
@@ -63,11 +65,12 @@ def build_hash_char_embed(
         ),
         list2ragged(),
     )
-    return _with_chars_mixed(hashes, width, width, nM, nC)
+    return _with_chars_mixed(hashes, attrs, width, width, nM, nC)
 
 
 def _with_chars_mixed(
     hashes: Model[List[Doc], Ragged],
+    attrs: List[Union[str, int]],
     n_hashed: int,
     width: int,
     nM: int,
@@ -76,15 +79,17 @@ def _with_chars_mixed(
     word_encoder: Optional[Model[List[Doc], List[Floats2d]]] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
     """Concatenate the character features (and the word encoder's vectors) to
-    the `n_hashed` columns of `hashes` and mix them into `width` by a Maxout,
-    computed once per distinct row."""
+    the `n_hashed` columns of `hashes` (of the token attributes `attrs`) and
+    mix them into `width` by a Maxout, computed once per distinct row, on
+    numpy's BLAS on the CPU; `predict` on the CPU runs once per distinct token."""
     features = [chain(byte_embed(nM, nC, exact_gradient), list2ragged()), hashes]
     n_features = nM * nC + n_hashed
     if word_encoder is not None:
         features.append(chain(word_encoder, list2ragged()))
         n_features += word_encoder.get_dim("nO")
     mix = unique_rows(Maxout(width, n_features, nP=3, normalize=True, dropout=0.0))
-    return chain(concatenate(*features), mix, ragged2list())
+    mixed = chain(concatenate(*features), mix, ragged2list())
+    return on_host_blas(per_distinct_token(mixed, [intify_attr(attr) for attr in attrs]))
 
 
 # The key that stands for every word outside the known-word list.
@@ -186,7 +191,7 @@ def _hash_char_embed(
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
-    return _with_chars_mixed(hashes, n_hashed, width, nM, nC, exact_gradient, word_encoder)
+    return _with_chars_mixed(hashes, attrs, n_hashed, width, nM, nC, exact_gradient, word_encoder)
 
 
 def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged, Ragged]:

@@ -1,0 +1,95 @@
+"""Predict a context-free embedding once per distinct token of a batch.
+
+A HashCharEmbed vector is a function of a few integer attributes of the
+token (its ORTH, whose bytes the character features read, and the hashed
+attributes such as NORM and SHAPE): the ~25,000 words of the EWT dev set
+hold about 9,000 distinct keys per batch of 256 docs. `per_distinct_token`
+runs the embedding's layers on one `DistinctTokens` stand-in for the batch,
+which shows those layers only the first token of each distinct key, and
+copies the results to every token. Only `predict` (is_train False) on the
+CPU takes this path; training, where dropout differs per token, and the GPU
+run the layers on every token. The model keeps the node, name and layers of
+the chain it replaces, so saved models load into it.
+"""
+from typing import Callable, List, Optional, Sequence, Tuple, Union
+
+import numpy
+from spacy.attrs import ORTH
+from spacy.tokens import Doc, Span
+from thinc.api import Model
+from thinc.layers.chain import forward as chain_forward
+from thinc.types import Floats2d
+
+# Above this share of distinct tokens, taking them apart does not pay.
+MAX_DISTINCT_SHARE = 0.8
+
+
+class DistinctTokens:
+    """The tokens at `rows` of the docs' concatenated tokens, read as one doc
+    by the feature layers (`to_array`, `len`, `vocab`)."""
+
+    def __init__(self, docs: Sequence[Union[Doc, Span]], rows: numpy.ndarray):
+        self.docs = docs
+        self.rows = rows
+        self.vocab = docs[0].vocab
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to_array(self, columns):
+        return numpy.concatenate([_to_array(doc, columns) for doc in self.docs])[self.rows]
+
+
+def per_distinct_token(chained: Model, key_attrs: Sequence[int]) -> Model[List[Doc], List[Floats2d]]:
+    """The chain `chained` (docs in, one array per doc out), predicting once
+    per distinct token key: ORTH, the vocab's vectors key and `key_attrs`.
+    """
+    return Model(
+        chained.name,
+        _forward,
+        init=chained.init,
+        dims={name: chained.maybe_get_dim(name) for name in chained.dim_names},
+        layers=chained.layers,
+        attrs={"key_attrs": [ORTH, *key_attrs]},
+    )
+
+
+def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    groups = None if is_train or model.ops.xp is not numpy else distinct_tokens(docs, model.attrs["key_attrs"])
+    if groups is None:
+        return chain_forward(model, docs, is_train)
+    first, inverse = groups
+    (vectors,), _ = chain_forward(model, [DistinctTokens(docs, first)], is_train)
+    return model.ops.unflatten(vectors[inverse], [len(doc) for doc in docs]), _no_backprop
+
+
+def _no_backprop(d_output):
+    raise ValueError("per_distinct_token only predicts: its training path runs every token")
+
+
+def distinct_tokens(docs: Sequence[Union[Doc, Span]], key_attrs: Sequence[int]) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+    """The first token of each distinct key of the docs, and each token's key index.
+
+    RETURNS: (first, inverse) over the docs' concatenated tokens, or None
+        when grouping would not pay (under 2 tokens, mostly distinct keys).
+    """
+    if sum(len(doc) for doc in docs) < 2:
+        return None
+    columns = list(key_attrs)
+    vectors_attr = getattr(docs[0].vocab.vectors, "attr", ORTH)
+    if vectors_attr not in columns:
+        columns.append(vectors_attr)
+    keys = numpy.ascontiguousarray(
+        numpy.concatenate([_to_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]).astype("uint64")
+    )
+    rows = keys.view(numpy.dtype((numpy.void, keys.dtype.itemsize * len(columns)))).ravel()
+    _, first, inverse = numpy.unique(rows, return_index=True, return_inverse=True)
+    if len(first) > MAX_DISTINCT_SHARE * len(rows):
+        return None
+    return first, inverse.reshape(-1)
+
+
+def _to_array(doc, columns):
+    if isinstance(doc, Span):
+        return doc.doc.to_array(columns)[doc.start : doc.end]
+    return doc.to_array(columns)
