@@ -48,9 +48,13 @@ beside crf_tagger, plus "train_words_per_second", "pipe_words_per_second",
 `--spacy-model NAME=PATH[,SECTION.KEY=VALUE...]` (repeatable) times trained
 spaCy pipelines (e.g. crf_tagger's configs/cpu.cfg model, and the same with
 `components.crf_tagger.quantize=int8`) in turn with Flair's predict, one doc per
-sentence, and scores their dev accuracy: "side_by_side".
+sentence, and scores their dev accuracy: "side_by_side". `--retime` trains
+nothing: it times the saved best model again (with the `--spacy-model`
+pipelines, e.g. after a change to crf_tagger) and replaces the inference
+figures in the `--output` JSON, whose training figures stay ("retimed": true).
 """
 import argparse
+import json
 import logging
 import os
 import statistics
@@ -91,6 +95,10 @@ class PeerErrors(metaclass=ErrorsWithCodes):
     E205 = (
         "Flair read {flair} words of {split} where the CoNLL-U has {ours}: it drops "
         "empty tokens, and every word must be tagged once."
+    )
+    E206 = (
+        "The saved Flair tagger scores {now} on dev where the run that trained it "
+        "scored {then}: --retime needs the same data and settings as that run."
     )
 
 
@@ -279,6 +287,28 @@ def spacy_side_by_side(models: List[str], tagger, sentences: Sentences, *, colum
             for name, runs in rates.items()}
 
 
+def time_inference(tagger, dev: Sentences, args: argparse.Namespace) -> Dict:
+    """The trained tagger's inference figures on one thread: words/s, its
+    runs, dev words and accuracy, and the --spacy-model pipelines in turn."""
+    import torch
+
+    torch.set_num_threads(1)
+    tagger.eval()
+    rate, rates, n_dev_words = predict_rate(tagger, dev, repeats=args.repeats, batch_size=args.batch_size)
+    dev_accuracy = accuracy(tagger, dev, args.batch_size)
+    side_by_side = spacy_side_by_side(args.spacy_model, tagger, dev, column=args.column, repeats=args.repeats,
+                                      batch_size=args.batch_size) if args.spacy_model else None
+    if side_by_side:
+        side_by_side["flair"]["dev_accuracy"] = round(dev_accuracy, 4)
+    return {
+        "pipe_words_per_second": round(rate, 1),
+        "inference_runs": [round(r, 1) for r in rates],
+        "inference_words": n_dev_words,
+        "dev_accuracy": round(dev_accuracy, 4),
+        "side_by_side": side_by_side,
+    }
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", type=Path, required=True, help="CoNLL-U")
@@ -298,7 +328,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "with Flair's")
     parser.add_argument("--workdir", type=Path, default=Path("training/peers/flair"))
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--retime", action="store_true",
+                        help="train nothing: time the inference of WORKDIR/model/best-model.pt (or final-model.pt) again (with the "
+                             "--spacy-model pipelines) and update those figures in the JSON at --output, which "
+                             "keeps the training figures of the run that trained it")
     args = parser.parse_args(argv)
+    if args.retime and not (args.output and args.output.exists()):
+        parser.error("--retime needs --output: the JSON of the run that trained WORKDIR/model/best-model.pt")
     if args.epochs < 1 or args.repeats < 1 or args.threads < 1:
         parser.error("--epochs, --repeats and --threads must be at least 1")
     if args.max_minutes is not None and args.max_minutes < 0:
@@ -361,20 +397,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     ])
     tagger = SequenceTagger(hidden_size=256, embeddings=embeddings, tag_dictionary=tag_dictionary,
                             tag_type=TAG_TYPE, use_crf=True)
+    if args.retime:
+        # SequenceTagger.load of stacked embeddings predicts wrongly (flair
+        # issue #3459): the tagger is built as for training and takes the
+        # saved weights, and must score the dev accuracy the training run had
+        saved = args.workdir / "model" / "best-model.pt"  # the model training ends with, as Flair
+        saved = saved if saved.exists() else saved.with_name("final-model.pt")  # loads it back
+        tagger.load_state_dict(SequenceTagger.load(saved).state_dict())
+        trained = json.loads(args.output.read_text())
+        inference = time_inference(tagger, dev, args)
+        if abs(inference["dev_accuracy"] - trained["dev_accuracy"]) > 1e-3:
+            raise ValueError(PeerErrors.E206.format(now=inference["dev_accuracy"], then=trained["dev_accuracy"]))
+        result = {**trained, **inference, "retimed": True, "environment": environment()}
+        write_json(result, args.output)
+        print(f"flair (retimed): predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
+              f"dev accuracy {result['dev_accuracy']:.2f}")
+        return 0
     clock = epoch_clock(start, args.max_minutes * 60 if args.max_minutes is not None else None)
     trainer = ModelTrainer(tagger, corpus)
     trainer.train(args.workdir / "model", learning_rate=0.1, mini_batch_size=32, max_epochs=args.epochs,
                   embeddings_storage_mode="none", plugins=[clock])  # the rest: Flair's defaults
     seconds = time.perf_counter() - start  # the best epoch's model loaded back
 
-    torch.set_num_threads(1)
-    tagger.eval()
-    rate, rates, n_dev_words = predict_rate(tagger, dev, repeats=args.repeats, batch_size=args.batch_size)
-    dev_accuracy = accuracy(tagger, dev, args.batch_size)
-    side_by_side = spacy_side_by_side(args.spacy_model, tagger, dev, column=args.column, repeats=args.repeats,
-                                      batch_size=args.batch_size) if args.spacy_model else None
-    if side_by_side:
-        side_by_side["flair"]["dev_accuracy"] = round(dev_accuracy, 4)
+    inference = time_inference(tagger, dev, args)
     train_words = sum(len(words) for words, _ in train)
     scores = [p["score"] for p in clock.points]
     stopped_early = clock.epochs_done < args.epochs
@@ -410,18 +455,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         "train_seconds": round(clock.train_seconds, 2),
         "train_words_per_second": round(train_words * clock.epochs_done / clock.train_seconds, 1)
         if clock.train_seconds else None,
-        "pipe_words_per_second": round(rate, 1),
-        "inference_runs": [round(r, 1) for r in rates],
-        "inference_words": n_dev_words,
-        "dev_accuracy": round(dev_accuracy, 4),
+        **inference,
         "flair_dev_accuracy": clock.accuracies,
-        "side_by_side": side_by_side,
         "environment": environment(),
     }
     write_json(result, args.output)
     print(f"flair {flair.__version__}: {clock.epochs_done} epochs in {seconds:.0f} s, best dev {result['best']}, "
           f"final {result['final']}; train {result['train_words_per_second']} words/s, "
-          f"predict {rate:,.0f} words/s (1 thread), dev accuracy {dev_accuracy:.2f}")
+          f"predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
+          f"dev accuracy {result['dev_accuracy']:.2f}")
     return 0
 
 

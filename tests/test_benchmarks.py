@@ -249,6 +249,23 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     assert set(sides) == {"flair", "crf", "crf_int8"} and all(len(side["runs"]) == 2 for side in sides.values())
     assert sides["crf"]["dev_accuracy"] == 100.0 and sides["flair"]["dev_accuracy"] == result["dev_accuracy"]
     assert sides["crf_int8"]["dev_accuracy"] == 100.0
+    # --retime: the saved tagger timed again, the training figures kept
+    run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--repeats", 3, "--retime",
+        "--workdir", tmp_path / "work", "--output", output, "--spacy-model", f"crf={tmp_path / 'crf'}")
+    retimed = json.loads(output.read_text())
+    assert retimed["retimed"] is True and len(retimed["inference_runs"]) == 3
+    assert set(retimed["side_by_side"]) == {"flair", "crf"} and retimed["dev_accuracy"] == result["dev_accuracy"]
+    assert {k: retimed[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")} == {
+        k: result[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")}
+
+
+def test_peers_retime_needs_the_json_of_the_training_run(tmp_path):
+    train = tmp_path / "train.conllu"
+    train.write_text(CONLLU_SENTENCE.format(i=0))
+    command = [sys.executable, "-m", "benchmarks.peers", "--train", str(train), "--dev", str(train), "--retime",
+               "--output", str(tmp_path / "missing.json")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "--retime needs --output" in done.stderr
 
 
 def test_quantize_times_and_scores_float32_int8_and_spacys_tagger(corpus, tmp_path):
