@@ -6,7 +6,7 @@ import platform
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 from spacy.language import Language
@@ -102,6 +102,20 @@ def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size
             pass
         rates.append(n_words / (time.perf_counter() - start))
     return statistics.median(rates), rates, n_words
+
+
+def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float]) -> Dict[str, List[float]]:
+    """measure(name) of every name in turn, `repeats` rounds, so that a slow
+    spell of the machine hits every name alike.
+
+    RETURNS (Dict[str, List[float]]): each name's values, in round order.
+    """
+    names = list(names)
+    values: Dict[str, List[float]] = {name: [] for name in names}
+    for _ in range(repeats):
+        for name in names:
+            values[name].append(measure(name))
+    return values
 
 
 def make_batch(B: int, T: int, K: int, device: str = "cpu", seed: int = 0) -> Tuple[CRFScores, torch.Tensor, torch.Tensor]:

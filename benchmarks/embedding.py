@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 import spacy_crf.ml.distinct_tokens as distinct_tokens
 from spacy_crf.ml.host_blas import HOST_BLAS_OPS
 
-from .common import environment, median_ms, unannotated_docs, words_per_second, write_json
+from .common import environment, in_turn, median_ms, unannotated_docs, words_per_second, write_json
 
 VARIANTS = ("BLIS, every token", "numpy BLAS, every token", "numpy BLAS, per distinct token")
 
@@ -94,11 +94,12 @@ def main(argv: List[str] = None) -> None:
     with threadpool_limits(limits=args.threads, user_api="blas"):
         ms = products_ms(mix, args.rows, max(10, 6 * args.repeats))
     docs = unannotated_docs(nlp, args.dev)
-    rates: Dict[str, List[float]] = {name: [] for name in VARIANTS}
-    for _ in range(args.repeats):
-        for name in VARIANTS:
-            with variant(embed, name):
-                rates[name].append(words_per_second(nlp, docs, repeats=1, batch_size=256)[0])
+
+    def rate(name: str) -> float:
+        with variant(embed, name):
+            return words_per_second(nlp, docs, repeats=1, batch_size=256)[0]
+
+    rates = in_turn(VARIANTS, args.repeats, rate)
     with variant(embed, VARIANTS[0]):
         before = labels(nlp, docs, args.attr)
     after = labels(nlp, docs, args.attr)

@@ -21,7 +21,7 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import report, unannotated_docs, words_per_second
+from .common import in_turn, report, unannotated_docs, words_per_second
 
 LEGACY_MODEL = """
 [model]
@@ -72,10 +72,8 @@ def main() -> None:
     crf = initialized("crf_tagger", train_docs, args.init_sentences, config)
     base = initialized("tagger", train_docs, args.init_sentences)
     docs = unannotated_docs(crf, args.dev)
-    rates = {"crf_tagger": [], "tagger": []}
-    for _ in range(args.repeats):
-        rates["crf_tagger"].append(words_per_second(crf, docs, repeats=1, batch_size=256)[0])
-        rates["tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
+    pipelines = {"crf_tagger": crf, "tagger": base}
+    rates = in_turn(pipelines, args.repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
     ratios = [c / t for c, t in zip(rates["crf_tagger"], rates["tagger"])]
     result = {
         "crf_model": args.crf_model if args.quantize == "none" else f"{args.crf_model}, quantize {args.quantize}",

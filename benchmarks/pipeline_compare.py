@@ -23,7 +23,7 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from .common import unannotated_docs, words_per_second, write_json
+from .common import in_turn, unannotated_docs, words_per_second, write_json
 
 
 def decode_share(nlp, docs, batch_size=256):
@@ -87,20 +87,15 @@ def main() -> None:
     crf = spacy.load(args.crf_model)
     base = spacy.load(args.baseline_model)
     docs = unannotated_docs(crf, args.dev)
-    pipe = {"crf_tagger": [], "spaCy tagger": []}
-    for _ in range(args.repeats):
-        pipe["crf_tagger"].append(words_per_second(crf, docs, repeats=1, batch_size=256)[0])
-        pipe["spaCy tagger"].append(words_per_second(base, docs, repeats=1, batch_size=256)[0])
-    encode, decode = decode_share(crf, [d.copy() for d in docs])
     systems = {"crf_tagger": crf, "spaCy tagger": base}
+    pipe = in_turn(systems, args.repeats, lambda name: words_per_second(systems[name], docs, repeats=1, batch_size=256)[0])
+    encode, decode = decode_share(crf, [d.copy() for d in docs])
     examples, units = {}, {}
     for name, nlp in systems.items():
         examples[name], gold_preproc = training_examples(nlp, args.train, whole_docs=args.whole_docs)
         units[name] = TRAINING_UNITS[gold_preproc]
-    train = {name: [] for name in systems}
-    for _ in range(max(1, args.repeats // 2)):
-        for name, nlp in systems.items():
-            train[name].append(training_words_per_second(nlp, examples[name], words=args.train_words))
+    train = in_turn(systems, max(1, args.repeats // 2),
+                    lambda name: training_words_per_second(systems[name], examples[name], words=args.train_words))
     result = {
         "threads": args.threads,
         "pipe_words_per_second": {k: round(statistics.median(v)) for k, v in pipe.items()},

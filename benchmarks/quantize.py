@@ -21,7 +21,7 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from .common import environment, unannotated_docs, words_per_second, write_json
+from .common import environment, in_turn, unannotated_docs, words_per_second, write_json
 
 CRF_SYSTEMS = ("crf_tagger", "crf_tagger int8")
 
@@ -59,10 +59,7 @@ def main(argv: List[str] = None) -> None:
     }
     systems = [*CRF_SYSTEMS, args.baseline_name]
     docs = unannotated_docs(pipelines["crf_tagger"], args.dev)
-    rates: Dict[str, List[float]] = {name: [] for name in systems}
-    for _ in range(args.repeats):
-        for name in systems:
-            rates[name].append(words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
+    rates = in_turn(systems, args.repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
     medians = {name: statistics.median(values) for name, values in rates.items()}
     result = {
         "threads": args.threads,
