@@ -2,7 +2,7 @@
 
     python -m benchmarks.gpu_stages corpus/en_ewt-ud-dev.spacy \\
         [--model training/cpu/model-best | --config configs/cpu.cfg --init-corpus corpus/en_ewt-ud-train.spacy] \\
-        [--gpu-id 0] [--repeats 10] [--profile] [--output metrics/speed/gpu_stages.json]
+        [--gpu-id 0] [--repeats 10] [--profile] [--quantize int8] [--output metrics/speed/gpu_stages.json]
 
 The corpus' docs go through the component's model in one batch of
 --batch-size docs: tok2vec, tok2vec + network (the CRF's scores), Viterbi
@@ -26,6 +26,7 @@ from typing import Callable, Dict
 import spacy
 import torch
 from thinc.api import get_current_ops
+from threadpoolctl import threadpool_limits
 
 from .common import median_ms, unannotated_docs, write_json
 
@@ -43,9 +44,10 @@ def top_functions(fn: Callable[[], object], n: int = 25) -> str:
 
 
 def load_pipeline(args: argparse.Namespace):
+    settings = {"components": {"crf_tagger": {"quantize": args.quantize}}}
     if args.model:
-        return spacy.load(args.model)
-    config = spacy.util.load_config(args.config)
+        return spacy.load(args.model, config=settings)
+    config = spacy.util.load_config(args.config).merge(settings)
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     examples = list(spacy.training.Corpus(args.init_corpus, gold_preproc=True, limit=args.init_docs)(nlp))
     nlp.initialize(lambda: examples)
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--quantize", default="none", choices=["none", "int8"], help="the component's quantize")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     if bool(args.model) == bool(args.config) or (args.config and not args.init_corpus):
@@ -81,6 +84,7 @@ def main() -> None:
     result: Dict[str, object] = {
         "device": torch.cuda.get_device_name() if args.gpu_id >= 0 else "cpu",
         "ops": type(get_current_ops()).__name__,
+        "quantize": args.quantize,
         "n_docs": len(docs),
         "n_words": n_words,
         "longest_doc": max(len(doc) for doc in docs),
@@ -97,7 +101,8 @@ def main() -> None:
     prediction = tagger.predict(docs)
     stages["set_annotations"] = lambda: tagger.set_annotations(docs, prediction)  # the same values each time
     device = "cuda" if args.gpu_id >= 0 else "cpu"
-    times = {name: median_ms(fn, args.repeats, device) for name, fn in stages.items()}
+    with threadpool_limits(limits=1, user_api="blas"):  # numpy's BLAS, as in the component's scope
+        times = {name: median_ms(fn, args.repeats, device) for name, fn in stages.items()}
     result["ms"] = {name: round(t, 3) for name, t in times.items()}
     result["tok2vec_words_per_second"] = round(n_words / times["tok2vec"] * 1000)
     result["predict_words_per_second"] = round(n_words / times["predict"] * 1000)

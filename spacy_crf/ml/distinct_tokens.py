@@ -2,8 +2,8 @@
 
 A HashCharEmbed vector is a function of a few integer attributes of the
 token (its ORTH, whose bytes the character features read, and the hashed
-attributes such as NORM and SHAPE): the ~25,000 words of the EWT dev set
-hold about 9,000 distinct keys per batch of 256 docs. `per_distinct_token`
+attributes such as NORM and SHAPE): the 25,147 words of the EWT dev set, one
+`nlp.pipe` batch of 201 docs, hold 5,494 distinct keys. `per_distinct_token`
 runs the embedding's layers on one `DistinctTokens` stand-in for the batch,
 which shows those layers only the first token of each distinct key, and
 copies the results to every token. Only `predict` (is_train False) on the
