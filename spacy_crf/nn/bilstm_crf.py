@@ -140,7 +140,10 @@ class BiLSTMCRF(nn.Module):
             )
             output, _ = self.lstm(packed)
             scores = self.emission(self.dropout(output.data))  # shape: (n_tokens, K)
-            emissions = scores.new_zeros(B * T, scores.shape[1]).index_copy(0, flat, scores)
+            # in place: the out-of-place index_copy would copy all B * T rows
+            # once more (with many labels, hundreds of MB of fresh pages)
+            emissions = scores.new_zeros(B * T, scores.shape[1])
+            emissions.index_copy_(0, flat, scores)
             emissions = emissions.view(B, T, -1)
         scores = CRFScores(emissions, mask, self.transition_scores(), self.start, self.end, self.label_classes)
         if self.allowed_transitions is not None:
