@@ -118,6 +118,12 @@ def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float])
     return values
 
 
+def pipe_rates_in_turn(pipelines: Dict[str, Language], docs: List[Doc], repeats: int) -> Dict[str, List[float]]:
+    """`nlp.pipe` words/s (batch 256) of each pipeline on the docs, in turn
+    (`in_turn`), one timed pass per pipeline and round."""
+    return in_turn(pipelines, repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
+
+
 def make_batch(B: int, T: int, K: int, device: str = "cpu", seed: int = 0) -> Tuple[CRFScores, torch.Tensor, torch.Tensor]:
     """Random CRF scores and gold tags, the first sequence T long and the
     others 1 to T; the same for a seed on every device.

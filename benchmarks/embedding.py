@@ -83,7 +83,8 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--quantize", default="none", choices=["none", "int8"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rows", type=int, default=1130, help="distinct words of a batch, for the products (1,130: a batch of 256 EWT dev sentences)")
+    parser.add_argument("--rows", type=int, default=1130,
+                        help="distinct words of a batch, for the products (1,130: a batch of 256 EWT dev sentences)")
     parser.add_argument("--attr", default="tag_", help="the token attribute compared: tag_, pos_, morph")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)

@@ -21,7 +21,7 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import in_turn, report, unannotated_docs, words_per_second
+from .common import pipe_rates_in_turn, report, unannotated_docs
 
 LEGACY_MODEL = """
 [model]
@@ -64,8 +64,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     vocab = spacy.blank("en").vocab
-    # one sentence per doc, as spacy convert --n-sents 1 would give
-    train_docs = [s.as_doc() for d in DocBin().from_disk(args.train).get_docs(vocab) for s in d.sents]
+    docs = DocBin().from_disk(args.train).get_docs(vocab)
+    # one sentence per doc (as spacy convert --n-sents 1 gives) where the corpus marks sentences
+    train_docs = [s.as_doc() for d in docs for s in (d.sents if d.has_annotation("SENT_START") else [d[:]])]
     config = {"quantize": args.quantize}
     if args.crf_model == "legacy":
         config["model"] = Config().from_str(LEGACY_MODEL)["model"]
@@ -73,7 +74,7 @@ def main() -> None:
     base = initialized("tagger", train_docs, args.init_sentences)
     docs = unannotated_docs(crf, args.dev)
     pipelines = {"crf_tagger": crf, "tagger": base}
-    rates = in_turn(pipelines, args.repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
+    rates = pipe_rates_in_turn(pipelines, docs, args.repeats)
     ratios = [c / t for c, t in zip(rates["crf_tagger"], rates["tagger"])]
     result = {
         "crf_model": args.crf_model if args.quantize == "none" else f"{args.crf_model}, quantize {args.quantize}",

@@ -329,9 +329,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("training/peers/flair"))
     parser.add_argument("--output", type=Path)
     parser.add_argument("--retime", action="store_true",
-                        help="train nothing: time the inference of WORKDIR/model/best-model.pt (or final-model.pt) again (with the "
-                             "--spacy-model pipelines) and update those figures in the JSON at --output, which "
-                             "keeps the training figures of the run that trained it")
+                        help="train nothing: time the inference of WORKDIR/model/best-model.pt (or "
+                             "final-model.pt) again (with the --spacy-model pipelines) and update those figures "
+                             "in the JSON at --output, which keeps the training figures of the run that trained it")
     args = parser.parse_args(argv)
     if args.retime and not (args.output and args.output.exists()):
         parser.error("--retime needs --output: the JSON of the run that trained WORKDIR/model/best-model.pt")

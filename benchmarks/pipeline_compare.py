@@ -23,7 +23,7 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from .common import in_turn, unannotated_docs, words_per_second, write_json
+from .common import in_turn, pipe_rates_in_turn, unannotated_docs, write_json
 
 
 def decode_share(nlp, docs, batch_size=256):
@@ -88,7 +88,7 @@ def main() -> None:
     base = spacy.load(args.baseline_model)
     docs = unannotated_docs(crf, args.dev)
     systems = {"crf_tagger": crf, "spaCy tagger": base}
-    pipe = in_turn(systems, args.repeats, lambda name: words_per_second(systems[name], docs, repeats=1, batch_size=256)[0])
+    pipe = pipe_rates_in_turn(systems, docs, args.repeats)
     encode, decode = decode_share(crf, [d.copy() for d in docs])
     examples, units = {}, {}
     for name, nlp in systems.items():

@@ -21,7 +21,7 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from .common import environment, in_turn, unannotated_docs, words_per_second, write_json
+from .common import environment, pipe_rates_in_turn, unannotated_docs, write_json
 
 CRF_SYSTEMS = ("crf_tagger", "crf_tagger int8")
 
@@ -59,7 +59,7 @@ def main(argv: List[str] = None) -> None:
     }
     systems = [*CRF_SYSTEMS, args.baseline_name]
     docs = unannotated_docs(pipelines["crf_tagger"], args.dev)
-    rates = in_turn(systems, args.repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
+    rates = pipe_rates_in_turn({name: pipelines[name] for name in systems}, docs, args.repeats)
     medians = {name: statistics.median(values) for name, values in rates.items()}
     result = {
         "threads": args.threads,

@@ -347,3 +347,10 @@ def test_embedding_times_both_cpu_paths_and_restores_them(corpus, tmp_path):
     assert distinct_tokens.distinct_tokens is real
     reloaded = spacy.load(tmp_path / "crf").get_pipe("crf_tagger").model.get_ref("tok2vec")
     assert all(node.ops is HOST_BLAS_OPS for node in reloaded.walk() if node.name == "maxout")
+
+
+def test_factory_defaults_times_both_factories_in_turn(corpus):
+    result = json.loads(run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 2,
+                            "--quantize", "int8").strip().splitlines()[-1])
+    assert set(result["words_per_second"]) == {"crf_tagger", "tagger"} and len(result["ratios"]) == 2
+    assert result["crf_model"] == "default, quantize int8" and result["ratio_median"] > 0

@@ -67,7 +67,9 @@ def _no_backprop(d_output):
     raise ValueError("per_distinct_token only predicts: its training path runs every token")
 
 
-def distinct_tokens(docs: Sequence[Union[Doc, Span]], key_attrs: Sequence[int]) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+def distinct_tokens(
+    docs: Sequence[Union[Doc, Span]], key_attrs: Sequence[int]
+) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
     """The first token of each distinct key of the docs, and each token's key index.
 
     RETURNS: (first, inverse) over the docs' concatenated tokens, or None
