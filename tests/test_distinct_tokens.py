@@ -91,5 +91,6 @@ def test_distinct_tokens_declines_when_it_cannot_help():
     assert distinct_tokens([nlp.make_doc("")], [spacy.attrs.NORM]) is None
     assert distinct_tokens([nlp.make_doc("a b c d e")], [spacy.attrs.NORM]) is None
     doc = Doc(nlp.vocab, words=["a", "b", "a", "a", "b"])
-    first, inverse = distinct_tokens([doc], [spacy.attrs.NORM])
+    distinct, inverse = distinct_tokens([doc], [spacy.attrs.NORM])
+    first = distinct.rows
     assert first.tolist() == [0, 1] and inverse.tolist() == [0, 1, 0, 0, 1]

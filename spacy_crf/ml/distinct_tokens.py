@@ -20,24 +20,34 @@ from thinc.api import Model
 from thinc.layers.chain import forward as chain_forward
 from thinc.types import Floats2d
 
+from .features import token_array
+
 # Above this share of distinct tokens, taking them apart does not pay.
 MAX_DISTINCT_SHARE = 0.8
 
 
 class DistinctTokens:
-    """The tokens at `rows` of the docs' concatenated tokens, read as one doc
-    by the feature layers (`to_array`, `len`, `vocab`)."""
+    """The first token of each distinct key, read as one doc by the feature
+    layers (`to_array`, `len`, `vocab`). The key columns were read from the
+    docs once; other columns are read from the docs and selected."""
 
-    def __init__(self, docs: Sequence[Union[Doc, Span]], rows: numpy.ndarray):
+    def __init__(self, docs: Sequence[Union[Doc, Span]], rows: numpy.ndarray, columns: List[int], keys: numpy.ndarray):
         self.docs = docs
         self.rows = rows
         self.vocab = docs[0].vocab
+        self._where = {column: i for i, column in enumerate(columns)}
+        self._keys = keys[rows]  # shape: (n_distinct, n_columns)
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def to_array(self, columns):
-        return numpy.concatenate([_to_array(doc, columns) for doc in self.docs])[self.rows]
+        wanted = [columns] if isinstance(columns, int) else list(columns)
+        if all(column in self._where for column in wanted):
+            array = self._keys[:, [self._where[column] for column in wanted]]
+        else:
+            array = numpy.concatenate([token_array(doc, wanted).reshape(len(doc), len(wanted)) for doc in self.docs])[self.rows]
+        return array[:, 0] if isinstance(columns, int) else array
 
 
 def per_distinct_token(chained: Model, key_attrs: Sequence[int]) -> Model[List[Doc], List[Floats2d]]:
@@ -58,8 +68,8 @@ def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tupl
     groups = None if is_train or model.ops.xp is not numpy else distinct_tokens(docs, model.attrs["key_attrs"])
     if groups is None:
         return chain_forward(model, docs, is_train)
-    first, inverse = groups
-    (vectors,), _ = chain_forward(model, [DistinctTokens(docs, first)], is_train)
+    distinct, inverse = groups
+    (vectors,), _ = chain_forward(model, [distinct], is_train)
     return model.ops.unflatten(vectors[inverse], [len(doc) for doc in docs]), _no_backprop
 
 
@@ -69,11 +79,12 @@ def _no_backprop(d_output):
 
 def distinct_tokens(
     docs: Sequence[Union[Doc, Span]], key_attrs: Sequence[int]
-) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+) -> Optional[Tuple[DistinctTokens, numpy.ndarray]]:
     """The first token of each distinct key of the docs, and each token's key index.
 
-    RETURNS: (first, inverse) over the docs' concatenated tokens, or None
-        when grouping would not pay (under 2 tokens, mostly distinct keys).
+    RETURNS: (the distinct tokens, the index of each of the docs' tokens among
+        them), or None when grouping would not pay (under 2 tokens, mostly
+        distinct keys).
     """
     if sum(len(doc) for doc in docs) < 2:
         return None
@@ -81,17 +92,10 @@ def distinct_tokens(
     vectors_attr = getattr(docs[0].vocab.vectors, "attr", ORTH)
     if vectors_attr not in columns:
         columns.append(vectors_attr)
-    keys = numpy.ascontiguousarray(
-        numpy.concatenate([_to_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]).astype("uint64")
-    )
+    keys = numpy.concatenate([token_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs])
+    keys = numpy.ascontiguousarray(keys, dtype="uint64")
     rows = keys.view(numpy.dtype((numpy.void, keys.dtype.itemsize * len(columns)))).ravel()
     _, first, inverse = numpy.unique(rows, return_index=True, return_inverse=True)
     if len(first) > MAX_DISTINCT_SHARE * len(rows):
         return None
-    return first, inverse.reshape(-1)
-
-
-def _to_array(doc, columns):
-    if isinstance(doc, Span):
-        return doc.doc.to_array(columns)[doc.start : doc.end]
-    return doc.to_array(columns)
+    return DistinctTokens(docs, first, columns, keys), inverse.reshape(-1)

@@ -43,14 +43,15 @@ def _features_forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool
     columns = model.attrs["columns"]
     if isinstance(columns, (str, int)):
         columns = [columns]
-    arrays = [_to_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]
+    arrays = [token_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]
     if not arrays:
         return [], lambda d_features: []
     features = model.ops.asarray2i(numpy.concatenate(arrays), dtype="uint64")
     return model.ops.unflatten(features, [len(a) for a in arrays]), lambda d_features: []
 
 
-def _to_array(doc: Union[Doc, Span], columns) -> numpy.ndarray:
+def token_array(doc: Union[Doc, Span], columns) -> numpy.ndarray:
+    """`Doc.to_array(columns)` of a doc, a span's tokens, or any object with a `to_array`."""
     if isinstance(doc, Span):
         return doc.doc.to_array(columns)[doc.start : doc.end]
     return doc.to_array(columns)
@@ -75,7 +76,7 @@ def per_distinct_word(
     RETURNS (Tuple[List[T], numpy.ndarray]): the values of the distinct words,
         and for every token of the docs the index of its word among them.
     """
-    orths = [_to_array(doc, [ORTH]).reshape(-1) for doc in docs]
+    orths = [token_array(doc, [ORTH]).reshape(-1) for doc in docs]
     if not sum(len(o) for o in orths):
         return [], numpy.zeros((0,), dtype="int64")
     keys, inverse = numpy.unique(numpy.concatenate(orths).astype("uint64"), return_inverse=True)
