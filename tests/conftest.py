@@ -9,7 +9,7 @@ os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from thinc.api import fix_random_seed  # noqa: E402
+from thinc.api import fix_random_seed, get_current_ops, set_current_ops  # noqa: E402
 
 torch.set_num_threads(THREADS)
 
@@ -24,6 +24,16 @@ if not torch.cuda.is_available():
 def seeded():
     """Every test starts from the same random state (numpy, Thinc, torch)."""
     fix_random_seed(int(os.environ.get("SPACY_CRF_TEST_SEED", "0")))
+
+
+@pytest.fixture(autouse=True)
+def thinc_ops_restored():
+    """Every test ends on the Thinc ops it started on: a GPU test's
+    require_gpu() must not leave the tests after it building their models
+    with CupyOps (and their torch networks on the GPU)."""
+    ops = get_current_ops()
+    yield
+    set_current_ops(ops)
 
 
 def pytest_collection_modifyitems(config, items):

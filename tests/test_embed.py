@@ -122,13 +122,14 @@ def test_min_count_zero_embeds_every_word():
 
 @pytest.mark.gpu
 def test_known_words_on_gpu():
-    from thinc.api import require_gpu, use_ops
+    from thinc.api import get_current_ops, require_gpu, set_current_ops
 
+    cpu_ops = get_current_ops()
     require_gpu()
     try:
         trained_nlp()
     finally:
-        use_ops("numpy")
+        set_current_ops(cpu_ops)  # use_ops() is a context manager: a bare call restores nothing
 
 
 def test_v1_embedding_trains_and_round_trips():

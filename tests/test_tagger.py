@@ -386,8 +386,9 @@ def test_direct_construction():
 
 @pytest.mark.gpu
 def test_training_and_decoding_on_gpu():
-    from thinc.api import require_gpu, use_ops
+    from thinc.api import get_current_ops, require_gpu, set_current_ops
 
+    cpu_ops = get_current_ops()
     require_gpu()
     try:
         nlp = make_nlp()
@@ -398,7 +399,7 @@ def test_training_and_decoding_on_gpu():
         assert losses["crf_tagger"] < 1.0  # summed over 8 tokens; ~9 at the start
         assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
     finally:
-        use_ops("numpy")
+        set_current_ops(cpu_ops)  # use_ops() is a context manager: a bare call restores nothing
 
 
 def test_marginals(trained):
