@@ -6,7 +6,8 @@ picks the code: triton_crf.py's kernels run CUDA tensors with 1 to 128 labels
 in float16, bfloat16 or float32; everything else (CPU, float64, more labels)
 runs crf.py, the reference the kernels are tested against. Scores whose
 transitions are class-factored (a `classes` field) that the kernels do not
-take run factored.py's O(K * C) algorithms (any device; `nbest_decode` too).
+take run factored.py's O(K * C) algorithms (any device; `nbest_decode` too),
+except Viterbi on CUDA, which triton_factored.py's kernel runs at any K.
 `spacy_crf.nn` exports these functions, so the pipeline's CRF runs the
 kernels on a GPU.
 
@@ -66,18 +67,31 @@ def _kernels() -> Optional[ModuleType]:
     return triton_crf
 
 
-def use_kernels(emissions: torch.Tensor, *, kernels: Optional[str] = None) -> bool:
+@lru_cache(maxsize=1)
+def _factored_kernels() -> Optional[ModuleType]:
+    """The factored Viterbi kernel's module, or None where Triton is not installed."""
+    if _kernels() is None:
+        return None
+    from . import triton_factored
+
+    return triton_factored
+
+
+def use_kernels(
+    emissions: torch.Tensor, *, kernels: Optional[str] = None, max_labels: Optional[int] = KERNEL_MAX_LABELS
+) -> bool:
     """Whether the fused kernels should score this batch.
 
     emissions (Tensor): (B, T, K), the batch's emissions.
     kernels (Optional[str]): the mode; None for SPACY_CRF_KERNELS.
+    max_labels (Optional[int]): the most labels the kernel takes; None for any.
     RETURNS (bool): True for the kernels, False for the torch code.
     """
     mode = kernel_mode(kernels)
     if mode == "torch" or emissions.dim() != 3 or emissions.dtype not in _KERNEL_DTYPES:
         return False
     B, T, K = emissions.shape
-    if B == 0 or T == 0 or not 1 <= K <= KERNEL_MAX_LABELS:
+    if B == 0 or T == 0 or K < 1 or (max_labels is not None and K > max_labels):
         return False
     if emissions.device.type == "cuda":
         return _kernels() is not None
@@ -129,6 +143,8 @@ def viterbi_decode(
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().viterbi_decode(scores)
     if scores.classes is not None:
+        if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
+            return _factored_kernels().viterbi_decode(scores)
         return factored.viterbi_decode(scores, compact=compact)
     return crf.viterbi_decode(scores, compact=compact)
 

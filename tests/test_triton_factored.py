@@ -1,0 +1,132 @@
+"""The fused Viterbi kernel for class-factored transitions
+(spacy_crf.nn.triton_factored) against factored.py's torch code and brute
+force: lengths 0 and 1, padding, ties, more labels than one block, and the
+dispatch that sends factored CUDA batches of any K to it.
+
+Without CUDA the kernel runs on CPU tensors through Triton's interpreter
+(tests/conftest.py turns it on before Triton is imported); with CUDA the
+`gpu` test runs it compiled at a morphological tagger's shape."""
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+triton = pytest.importorskip("triton")
+
+from spacy_crf.nn import dispatch, factored, triton_crf, triton_factored  # noqa: E402
+
+from .helpers import all_paths, brute_score  # noqa: E402
+from .test_factored import CASES, factored_batch  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+if DEVICE == "cpu" and not triton_crf.INTERPRETED:
+    pytest.skip(
+        "no CUDA, and Triton was imported without its interpreter "
+        "(TRITON_INTERPRET=1 must be set before Triton is first imported)",
+        allow_module_level=True,
+    )
+
+
+def on_device(scores):
+    return scores._replace(**{name: getattr(scores, name).to(DEVICE) for name in scores._fields})
+
+
+def many_labels(seed, lengths, K, C, dtype=torch.float32):
+    """A factored batch with K labels in C classes (every class used)."""
+    classes = [k % C for k in torch.randperm(K, generator=torch.Generator().manual_seed(seed)).tolist()]
+    scores, _ = factored_batch(seed, lengths, classes, dtype=dtype)
+    return scores
+
+
+@pytest.mark.parametrize("seed,lengths,classes", CASES)
+def test_kernel_equals_the_torch_code_and_brute_force(seed, lengths, classes):
+    scores, _ = factored_batch(seed, lengths, classes, dtype=torch.float32)
+    paths, best = triton_factored.viterbi_decode(on_device(scores))
+    ref_paths, ref_best = factored.viterbi_decode(scores)
+    assert torch.equal(paths.cpu(), ref_paths)  # padded steps repeat the last label, as there
+    assert torch.equal(best.cpu(), ref_best)
+    for b, length in enumerate(lengths):
+        if not length:
+            assert float(best[b]) == 0.0
+            continue
+        expected = max(brute_score(scores, b, path) for path in all_paths(length, len(classes)))
+        assert float(best[b]) == pytest.approx(expected, abs=1e-4)
+        assert brute_score(scores, b, paths[b, :length].tolist()) == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("K,C,lengths", [(300, 17, [7, 0, 1, 4]), (513, 5, [3, 6])])
+def test_more_labels_than_a_block(K, C, lengths):
+    """K above the kernel's block of labels (and above the dense kernels' 128):
+    the same paths and scores as the torch code."""
+    assert K > triton_factored.BLOCK_K
+    scores = many_labels(K + C, lengths, K, C)
+    paths, best = triton_factored.viterbi_decode(on_device(scores))
+    ref_paths, ref_best = factored.viterbi_decode(scores)
+    assert torch.equal(paths.cpu(), ref_paths)
+    assert torch.equal(best.cpu(), ref_best)
+
+
+def test_ties_go_to_the_lowest_label_as_in_the_torch_code():
+    """Integer scores tie everywhere: the kernel picks the labels torch's argmax picks."""
+    scores = many_labels(3, [5, 2, 1], 260, 3)
+    gen = torch.Generator().manual_seed(5)
+    integral = scores._replace(
+        emissions=torch.randint(0, 2, scores.emissions.shape, generator=gen).float(),
+        transitions=torch.zeros_like(scores.transitions),
+        start=torch.zeros_like(scores.start),
+        end=torch.zeros_like(scores.end),
+    )
+    paths, best = triton_factored.viterbi_decode(on_device(integral))
+    ref_paths, ref_best = factored.viterbi_decode(integral)
+    assert torch.equal(paths.cpu(), ref_paths)
+    assert torch.equal(best.cpu(), ref_best)
+
+
+def test_float16_emissions_are_scored_in_float32():
+    scores = many_labels(9, [4, 3], 140, 7)
+    half = scores._replace(emissions=scores.emissions.half())
+    paths, _ = triton_factored.viterbi_decode(on_device(half))
+    ref_paths, _ = factored.viterbi_decode(half)
+    assert torch.equal(paths.cpu(), ref_paths)
+
+
+def test_dispatch_sends_factored_batches_of_any_size_to_the_kernel():
+    small = on_device(many_labels(1, [3, 2], 20, 4))
+    large = on_device(many_labels(2, [3, 2], 200, 4))
+    mode = "auto" if DEVICE == "cuda" else "triton"
+    # the dense kernels take up to 128 labels; factored batches of any K go to this one
+    assert dispatch.use_kernels(small.emissions, kernels=mode)
+    assert not dispatch.use_kernels(large.emissions, kernels=mode)
+    assert dispatch.use_kernels(large.emissions, kernels=mode, max_labels=None)
+    assert not dispatch.use_kernels(large.emissions, kernels="torch", max_labels=None)
+    for scores in (small, large):
+        paths, _ = dispatch.viterbi_decode(scores, kernels=mode)
+        ref_paths, _ = factored.viterbi_decode(scores)
+        assert torch.equal(paths, ref_paths)
+
+
+def test_empty_batches():
+    scores = many_labels(4, [2], 150, 3)
+    for B, T in [(0, 2), (1, 0)]:
+        empty = scores._replace(
+            emissions=scores.emissions.new_zeros(B, T, 150), mask=torch.zeros(B, T, dtype=torch.bool)
+        )
+        paths, best = triton_factored.viterbi_decode(on_device(empty))
+        assert paths.shape == (B, T) and best.shape == (B,) and not best.any()
+
+
+@pytest.mark.gpu
+def test_cuda_kernel_at_a_morphological_taggers_shape():
+    """Turkish IMST's bundles (981 labels, 17 UPOS classes) over a dev-sized
+    batch: the compiled kernel gives the torch code's paths on the GPU."""
+    gen = torch.Generator().manual_seed(0)
+    lengths = torch.randint(1, 347, (110,), generator=gen).tolist()
+    lengths[:2] = [346, 0]
+    scores = on_device(many_labels(0, lengths, 981, 17))
+    paths, best = dispatch.viterbi_decode(scores, kernels="auto")
+    ref_paths, ref_best = factored.viterbi_decode(scores)
+    assert torch.equal(paths, ref_paths)
+    assert torch.allclose(best, ref_best, rtol=0, atol=1e-3)
