@@ -166,19 +166,21 @@ def versions() -> Dict[str, Optional[str]]:
     return found
 
 
-def print_table(rows: List[Dict[str, object]]) -> None:
-    print(
+def kernel_table(rows: List[Dict[str, object]]) -> str:
+    """The kernel rows as a Markdown table (times in ms, medians)."""
+    lines = [
         "| (B, T, K) | same paths / NLL | Viterbi kernel | torch path | pytorch-crf | vs pytorch-crf "
-        "| NLL fwd+bwd kernel | torch path | pytorch-crf | vs pytorch-crf | BiLSTM fwd | Viterbi / BiLSTM |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        "| NLL fwd+bwd kernel | torch path | pytorch-crf | vs pytorch-crf | BiLSTM fwd | Viterbi / BiLSTM |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        print(
+        lines.append(
             f"| {tuple(r['shape'])} | {r['same_paths']} / {r['same_nll']} | {r['viterbi_kernel_ms']:.3f} ms "
             f"| {r['viterbi_torch_ms']:.2f} ms | {r['viterbi_torchcrf_ms']:.1f} ms | {r['viterbi_vs_torchcrf']:.0f}x "
             f"| {r['nll_kernel_ms']:.3f} ms | {r['nll_torch_ms']:.2f} ms | {r['nll_torchcrf_ms']:.1f} ms "
             f"| {r['nll_vs_torchcrf']:.0f}x | {r['bilstm_forward_ms']:.2f} ms | {100 * r['viterbi_share_of_bilstm']:.1f}% |"
         )
+    return "\n".join(lines)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -243,7 +245,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f"{result['device']}; " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
     if result["rows"]:
         print(f"medians of {args.repeats} synchronised runs (CUDA events)")
-        print_table(result["rows"])
+        print(kernel_table(result["rows"]))
     runs = {"crf_tagger": {}}
     if args.before_code:
         runs["crf_tagger (before)"] = before_env(args)

@@ -28,6 +28,8 @@ import torch
 from thinc.api import get_current_ops
 from threadpoolctl import threadpool_limits
 
+from spacy_crf.nn.dispatch import kernel_mode
+
 from .common import median_ms, unannotated_docs, write_json
 
 
@@ -85,6 +87,7 @@ def main() -> None:
         "device": torch.cuda.get_device_name() if args.gpu_id >= 0 else "cpu",
         "ops": type(get_current_ops()).__name__,
         "quantize": args.quantize,
+        "kernels": kernel_mode(),  # SPACY_CRF_KERNELS: "auto", or "torch" to time torch's code
         "n_docs": len(docs),
         "n_words": n_words,
         "longest_doc": max(len(doc) for doc in docs),

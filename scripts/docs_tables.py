@@ -22,6 +22,8 @@ from typing import Any, Callable, Dict, Optional
 
 from benchmarks.contention import table as contention_table
 from benchmarks.embedding import table as embedding_table
+from benchmarks.gpu import kernel_table as gpu_kernel_table
+from benchmarks.large_labels import OPERATIONS as LARGE_LABELS_OPERATIONS
 from benchmarks.large_labels import table as large_labels_table
 from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
@@ -205,6 +207,65 @@ def large_labels(root: Path) -> Optional[str]:
             f"{record['threads']} thread(s), medians of {record['repeats']}; each cell: time, and the peak memory "
             "the operation added to a fresh process.")
     return head + "\n\n" + large_labels_table(record["rows"])
+
+
+def large_labels_gpu(root: Path) -> Optional[str]:
+    """metrics/speed/large_labels_gpu.json (`--device cuda --kernels torch`: torch's
+    code for every operation) and large_labels_gpu_kernel.json (`--device cuda`:
+    the dispatch's choice, Viterbi only)."""
+    speed = root / "metrics" / "speed"
+    torch_run, kernel_run = load(speed / "large_labels_gpu.json"), load(speed / "large_labels_gpu_kernel.json")
+    if torch_run is None or kernel_run is None:
+        return None
+    kernel_viterbi = {(r["labels"], r["transitions"]): r for r in kernel_run["rows"] if r["operation"] == "viterbi"}
+    operations = [op for op in LARGE_LABELS_OPERATIONS if op != "viterbi"]
+    lines = ["| labels | transitions | Viterbi, torch | Viterbi, dispatch | " + " | ".join(operations)
+             + " | Viterbi share (dispatch) |", "|---|---|---|---|" + "---|" * (len(operations) + 1)]
+    by_k: Dict[tuple, Dict[str, Dict]] = {}
+    for row in torch_run["rows"]:
+        by_k.setdefault((row["labels"], row["transitions"]), {})[row["operation"]] = row
+    for (k, kind), ops in sorted(by_k.items()):
+        fast = kernel_viterbi.get((k, kind))
+
+        def cell(row: Optional[Dict]) -> str:
+            return f"{row['ms']:,.1f} ms, {row['peak_mb']:.0f} MB" if row else "not run"
+
+        share = f"{fast['ms'] / (fast['ms'] + ops['bilstm_forward']['ms']):.0%}" if fast and "bilstm_forward" in ops else "-"
+        lines.append(f"| {k:,} | {kind} | {cell(ops.get('viterbi'))} | {cell(fast)} | "
+                     + " | ".join(cell(ops.get(op)) for op in operations) + f" | {share} |")
+    head = (f"{environment_line(torch_run)} {torch_run['batch']} sequences of up to {torch_run['length']} tokens, "
+            f"medians of {torch_run['repeats']} CUDA-event timed runs; each cell: time, and the device memory the "
+            "operation added to a fresh process.")
+    return head + "\n\n" + "\n".join(lines)
+
+
+def gpu_kernels(root: Path) -> Optional[str]:
+    """metrics/speed/gpu_kernels.json: `python -m benchmarks.gpu --output FILE`."""
+    record = load(root / "metrics" / "speed" / "gpu_kernels.json")
+    if record is None or not record.get("rows"):
+        return None
+    versions = record.get("versions", {})
+    head = (f"{environment_line(record)} CUDA {versions.get('cuda')}, Triton {versions.get('triton')}. "
+            f"Medians of {record['repeats']} CUDA-event timed runs.")
+    return head + "\n\n" + gpu_kernel_table(record["rows"])
+
+
+def gpu_pipeline(root: Path) -> Optional[str]:
+    """metrics/speed/gpu_pipeline.json: `python -m benchmarks.gpu --no-kernels --model ... --output FILE`."""
+    record = load(root / "metrics" / "speed" / "gpu_pipeline.json")
+    if record is None or not (record.get("nlp_pipe") or record.get("spacy_train")):
+        return None
+    lines = ["| pipeline | `spacy train` steps/s | `nlp.pipe` words/s | vs spaCy's tagger | tag_acc on the GPU |",
+             "|---|---|---|---|---|"]
+    train, pipe = record.get("spacy_train", {}), record.get("nlp_pipe", {})
+    for name in dict.fromkeys([*pipe, *train]):
+        steps = f"{train[name]['steps_per_second']:.2f}" if name in train else "-"
+        words = f"{pipe[name]['words_per_second']:,}" if name in pipe else "-"
+        ratio = f"{pipe[name]['vs_tagger']:.2f}x" if "vs_tagger" in pipe.get(name, {}) else "-"
+        acc = f"{100 * pipe[name]['tag_acc']:.2f}" if "tag_acc" in pipe.get(name, {}) else "-"
+        label = "spaCy tagger" if name == "tagger" else name
+        lines.append(f"| {label} | {steps} | {words} | {ratio} | {acc} |")
+    return environment_line(record) + " One CPU thread a process.\n\n" + "\n".join(lines)
 
 
 def morph(root: Path) -> Optional[str]:
@@ -450,12 +511,16 @@ def copy_images(root: Path) -> None:
             shutil.copyfile(image, target)
 
 
-def predict_stages(root: Path) -> Optional[str]:
-    """metrics/speed/stages_NAME.json: `python -m benchmarks.gpu_stages ... --output FILE`."""
-    paths = sorted((root / "metrics" / "speed").glob("stages_*.json"))
-    if not paths:
+def stage_records(root: Path, on_gpu: bool) -> Dict[str, dict]:
+    """metrics/speed/stages_NAME.json (`python -m benchmarks.gpu_stages ... --output FILE`)
+    measured on the GPU (CupyOps) or on the CPU."""
+    records = {path.stem[len("stages_"):]: load(path) for path in sorted((root / "metrics" / "speed").glob("stages_*.json"))}
+    return {name: r for name, r in records.items() if (r.get("ops") == "CupyOps") == on_gpu}
+
+
+def stages_table(records: Dict[str, dict]) -> Optional[str]:
+    if not records:
         return None
-    records = {path.stem[len("stages_"):]: load(path) for path in paths}
     lines = ["| model | docs, words | tok2vec | + network | decode (Viterbi) | predict | decode share | words/s |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r in records.items():
@@ -466,6 +531,15 @@ def predict_stages(root: Path) -> Optional[str]:
             f"| {r['predict_words_per_second']:,} |"
         )
     return environment_line(*records.values()) + " One batch of every dev doc, medians.\n\n" + "\n".join(lines)
+
+
+def predict_stages(root: Path) -> Optional[str]:
+    return stages_table(stage_records(root, on_gpu=False))
+
+
+def predict_stages_gpu(root: Path) -> Optional[str]:
+    table = stages_table(stage_records(root, on_gpu=True))
+    return table.replace("medians.", "medians of CUDA-synchronised runs.", 1) if table else None
 
 
 def probability_overhead(root: Path) -> Optional[str]:
@@ -490,6 +564,10 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "entity-probabilities": entity_probabilities,
     "probability-overhead": probability_overhead,
     "predict-stages": predict_stages,
+    "predict-stages-gpu": predict_stages_gpu,
+    "large-labels-gpu": large_labels_gpu,
+    "gpu-kernels": gpu_kernels,
+    "gpu-pipeline": gpu_pipeline,
     "calibration": calibration,
     "rejected-spans": rejected_spans,
     "morph": morph,

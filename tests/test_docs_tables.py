@@ -149,3 +149,56 @@ def test_embedding_table(tmp_path):
     assert "| forward X @ W.T | 18.50 | 6.10 | 3.03x |" in performance
     assert "| numpy BLAS, per distinct token | 39,000 | 1.30x |" in performance
     assert "medians of 5" in performance and "0.01%" in performance
+
+
+GPU_ENV = {**ENV, "gpu": "Some GPU"}
+
+
+def test_gpu_tables(tmp_path):
+    """The kernel, many-labels, pipeline and predict-stage tables of a GPU run;
+    CPU stage records stay in the CPU table."""
+    from scripts.docs_tables import gpu_kernels, gpu_pipeline, large_labels_gpu, predict_stages, predict_stages_gpu
+
+    assert gpu_kernels(tmp_path) is None and gpu_pipeline(tmp_path) is None
+    assert large_labels_gpu(tmp_path) is None and predict_stages_gpu(tmp_path) is None
+    speed = tmp_path / "metrics" / "speed"
+    row = {"shape": [256, 40, 18], "same_paths": True, "same_nll": True, "viterbi_kernel_ms": 0.164,
+           "viterbi_torch_ms": 8.83, "viterbi_torchcrf_ms": 93.0, "viterbi_vs_torchcrf": 567.1,
+           "nll_kernel_ms": 1.467, "nll_torch_ms": 18.11, "nll_torchcrf_ms": 37.3, "nll_vs_torchcrf": 25.4,
+           "bilstm_forward_ms": 3.33, "viterbi_share_of_bilstm": 0.049}
+    write(speed / "gpu_kernels.json", {"repeats": 30, "rows": [row], "versions": {"cuda": "13.0", "triton": "3.6.0"},
+                                       "environment": GPU_ENV})
+    assert "| (256, 40, 18) | True / True | 0.164 ms | 8.83 ms | 93.0 ms | 567x |" in gpu_kernels(tmp_path)
+    assert "Some GPU" in gpu_kernels(tmp_path) and "Triton 3.6.0" in gpu_kernels(tmp_path)
+    write(speed / "gpu_pipeline.json", {
+        "environment": GPU_ENV,
+        "spacy_train": {"crf_tagger": {"steps_per_second": 27.734}, "tagger": {"steps_per_second": 36.56}},
+        "nlp_pipe": {"crf_tagger": {"words_per_second": 559211, "tag_acc": 0.9391, "vs_tagger": 0.78},
+                     "tagger": {"words_per_second": 716837}},
+    })
+    pipeline = gpu_pipeline(tmp_path)
+    assert "| crf_tagger | 27.73 | 559,211 | 0.78x | 93.91 |" in pipeline
+    assert "| spaCy tagger | 36.56 | 716,837 | - | - |" in pipeline
+
+    def op(operation, k, kind, ms, kernels):
+        return {"operation": operation, "labels": k, "transitions": kind, "ms": ms, "peak_mb": 1.0, "kernels": kernels}
+
+    write(speed / "large_labels_gpu.json", {
+        "environment": GPU_ENV, "batch": 32, "length": 40, "repeats": 10,
+        "rows": [op("viterbi", 500, "factored", 13.3, "torch"), op("bilstm_forward", 500, "factored", 1.0, "torch"),
+                 op("marginals", 500, "factored", 32.6, "torch")],
+    })
+    assert large_labels_gpu(tmp_path) is None  # needs the kernel run too
+    write(speed / "large_labels_gpu_kernel.json", {
+        "environment": GPU_ENV, "batch": 32, "length": 40, "repeats": 10,
+        "rows": [op("viterbi", 500, "factored", 0.6, "auto"), op("bilstm_forward", 500, "factored", 1.0, "auto")],
+    })
+    many = large_labels_gpu(tmp_path)
+    assert "| 500 | factored | 13.3 ms, 1 MB | 0.6 ms, 1 MB | not run | 32.6 ms, 1 MB | not run | 1.0 ms, 1 MB | 37% |" in many
+    stage = {"n_docs": 110, "n_words": 10542, "predict_words_per_second": 353350,
+             "ms": {"tok2vec": 7.1, "tok2vec + network": 27.4, "decode (Viterbi)": 4.0, "predict": 29.8}}
+    write(speed / "stages_gpu_tr.json", {**stage, "ops": "CupyOps", "environment": GPU_ENV})
+    write(speed / "stages_tr.json", {**stage, "ops": "NumpyOps", "environment": ENV})
+    gpu, cpu = predict_stages_gpu(tmp_path), predict_stages(tmp_path)
+    assert "`gpu_tr`" in gpu and "`gpu_tr`" not in cpu and "`tr`" in cpu
+    assert "Some GPU" in gpu and "CUDA-synchronised" in gpu and "Some CPU" in cpu
