@@ -16,18 +16,14 @@ if not torch.cuda.is_available():
 
 triton = pytest.importorskip("triton")
 
-from spacy_crf.nn import dispatch, factored, triton_crf, triton_factored  # noqa: E402
+from spacy_crf.nn import dispatch, factored, triton_factored  # noqa: E402
 
 from .helpers import all_paths, brute_score  # noqa: E402
 from .test_factored import CASES, factored_batch  # noqa: E402
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-if DEVICE == "cpu" and not triton_crf.INTERPRETED:
-    pytest.skip(
-        "no CUDA, and Triton was imported without its interpreter "
-        "(TRITON_INTERPRET=1 must be set before Triton is first imported)",
-        allow_module_level=True,
-    )
+# where the kernels can run neither on CUDA nor in the interpreter, that
+# module skips itself, and so this one
+from .test_triton_crf import DEVICE  # noqa: E402
 
 
 def on_device(scores):

@@ -64,6 +64,15 @@ def _exp_transitions(trans_ptr, k, valid, K):
     return shift, tl.where(tile, tl.exp(trans - shift), 0.0)
 
 
+@triton.jit
+def _store_last_label(path, label, n, T, BLOCK_T: tl.constexpr):
+    """The last real step's label at steps n - 1 to T - 1 of a path: padded
+    steps repeat the last real label."""
+    for t0 in range(n - 1, T, BLOCK_T):
+        steps = t0 + tl.arange(0, BLOCK_T)
+        tl.store(path + steps, tl.full((BLOCK_T,), 0, tl.int64) + label, mask=steps < T)
+
+
 # Arguments that change with every batch's longest sequence are not
 # specialised on (Triton would compile a variant per divisibility class).
 _PER_BATCH = ["s_eb", "T"]
@@ -105,11 +114,7 @@ def _viterbi_kernel(
     best_score, label = tl.max(last, axis=0, return_indices=True, return_indices_tie_break_left=True)
     tl.store(score_ptr + b, tl.where(length > 0, best_score, 0.0))
     path = path_ptr + b * T
-    # padded steps repeat the last real label
-    for t0 in range(n, T, BLOCK_T):
-        steps = t0 + tl.arange(0, BLOCK_T)
-        tl.store(path + steps, tl.full((BLOCK_T,), 0, tl.int64) + label, mask=steps < T)
-    tl.store(path + n - 1, label.to(tl.int64))
+    _store_last_label(path, label, n, T, BLOCK_T)
     tl.debug_barrier()  # the backpointers other threads stored are visible
     for u in range(1, n):
         t = n - u

@@ -32,6 +32,7 @@ import triton.language as tl
 
 from .crf import CRFScores, check_scores
 from .factored import check_classes, split
+from .triton_crf import _store_last_label
 
 # labels a program handles at once; the (C, BLOCK_K) class tiles stay small
 BLOCK_K = 256
@@ -115,11 +116,7 @@ def _factored_viterbi_kernel(
     best, label = _best_label(scores + (n - 1) * K, end_ptr, cls_ptr, pair_ptr, C, K, 0, False, BLOCK_K)
     tl.store(best_ptr + b, tl.where(length > 0, best, 0.0))
     path = path_ptr + b * T
-    # padded steps repeat the last real label
-    for t0 in range(n, T, BLOCK_T):
-        steps = t0 + tl.arange(0, BLOCK_T)
-        tl.store(path + steps, tl.full((BLOCK_T,), 0, tl.int64) + label, mask=steps < T)
-    tl.store(path + n - 1, label.to(tl.int64))
+    _store_last_label(path, label, n, T, BLOCK_T)
     for u in range(1, n):
         t = n - u
         into = tl.load(cls_ptr + label)
