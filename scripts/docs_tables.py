@@ -23,7 +23,6 @@ from typing import Any, Callable, Dict, Optional
 from benchmarks.contention import table as contention_table
 from benchmarks.embedding import table as embedding_table
 from benchmarks.gpu import kernel_table as gpu_kernel_table
-from benchmarks.large_labels import OPERATIONS as LARGE_LABELS_OPERATIONS
 from benchmarks.large_labels import table as large_labels_table
 from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
@@ -211,32 +210,19 @@ def large_labels(root: Path) -> Optional[str]:
 
 def large_labels_gpu(root: Path) -> Optional[str]:
     """metrics/speed/large_labels_gpu.json (`--device cuda --kernels torch`: torch's
-    code for every operation) and large_labels_gpu_kernel.json (`--device cuda`:
-    the dispatch's choice, Viterbi only)."""
+    code for every operation) and large_labels_gpu_kernel*.json (`--device cuda`:
+    the code the pipeline runs, any subset of the operations), one table each."""
     speed = root / "metrics" / "speed"
-    torch_run, kernel_run = load(speed / "large_labels_gpu.json"), load(speed / "large_labels_gpu_kernel.json")
-    if torch_run is None or kernel_run is None:
+    torch_run = load(speed / "large_labels_gpu.json")
+    kernel_runs = [load(path) for path in sorted(speed.glob("large_labels_gpu_kernel*.json"))]
+    if torch_run is None or not kernel_runs:
         return None
-    kernel_viterbi = {(r["labels"], r["transitions"]): r for r in kernel_run["rows"] if r["operation"] == "viterbi"}
-    operations = [op for op in LARGE_LABELS_OPERATIONS if op != "viterbi"]
-    lines = ["| labels | transitions | Viterbi, torch | Viterbi, dispatch | " + " | ".join(operations)
-             + " | Viterbi share (dispatch) |", "|---|---|---|---|" + "---|" * (len(operations) + 1)]
-    by_k: Dict[tuple, Dict[str, Dict]] = {}
-    for row in torch_run["rows"]:
-        by_k.setdefault((row["labels"], row["transitions"]), {})[row["operation"]] = row
-    for (k, kind), ops in sorted(by_k.items()):
-        fast = kernel_viterbi.get((k, kind))
-
-        def cell(row: Optional[Dict]) -> str:
-            return f"{row['ms']:,.1f} ms, {row['peak_mb']:.0f} MB" if row else "not run"
-
-        share = f"{fast['ms'] / (fast['ms'] + ops['bilstm_forward']['ms']):.0%}" if fast and "bilstm_forward" in ops else "-"
-        lines.append(f"| {k:,} | {kind} | {cell(ops.get('viterbi'))} | {cell(fast)} | "
-                     + " | ".join(cell(ops.get(op)) for op in operations) + f" | {share} |")
     head = (f"{environment_line(torch_run)} {torch_run['batch']} sequences of up to {torch_run['length']} tokens, "
             f"medians of {torch_run['repeats']} CUDA-event timed runs; each cell: time, and the device memory the "
             "operation added to a fresh process.")
-    return head + "\n\n" + "\n".join(lines)
+    kernel_rows = [row for run in kernel_runs for row in run["rows"]]
+    return (head + "\n\ntorch's code:\n\n" + large_labels_table(torch_run["rows"])
+            + "\n\nThe code the pipeline runs (`--kernels auto`):\n\n" + large_labels_table(kernel_rows))
 
 
 def gpu_kernels(root: Path) -> Optional[str]:

@@ -126,3 +126,86 @@ def test_cuda_kernel_at_a_morphological_taggers_shape():
     ref_paths, ref_best = factored.viterbi_decode(scores)
     assert torch.equal(paths, ref_paths)
     assert torch.allclose(best, ref_best, rtol=0, atol=1e-3)
+
+
+def gradients(run, scores):
+    """log Z of `run` and its gradient to the emissions, the dense matrix,
+    start and end (with random weights per sequence)."""
+    leaves = [x.detach().clone().requires_grad_(True) for x in (scores.emissions, scores.transitions, scores.start, scores.end)]
+    batch = scores._replace(emissions=leaves[0], transitions=leaves[1], start=leaves[2], end=leaves[3])
+    log_z = run(batch)
+    weights = torch.linspace(0.5, 1.5, log_z.shape[0], device=log_z.device)
+    (log_z * weights).sum().backward()
+    return [log_z.detach().cpu()] + [(x.grad if x.grad is not None else torch.zeros_like(x)).cpu() for x in leaves]
+
+
+def assert_as_close_as_the_torch_code(got, scores, reference):
+    """float32 results over long sequences: the kernels' distance from
+    float64 torch code is at most a few times the float32 torch code's own
+    (marginals of 60 tokens: both about 1e-4 from float64)."""
+    exact = reference(scores._replace(**{n: getattr(scores, n).double() for n in ("emissions", "transitions", "start", "end")}))
+    exact = exact.cpu()
+    ours = (got.double().cpu() - exact).abs().max().item()
+    torch32 = (reference(scores).double().cpu() - exact).abs().max().item()
+    assert ours <= 4 * torch32 + 1e-6, (ours, torch32)
+
+
+def test_long_sequences_round_like_the_torch_code():
+    scores = many_labels(1, [60, 0, 45, 30], 300, 17)
+    assert_as_close_as_the_torch_code(triton_factored.marginals(on_device(scores)), scores, factored.marginals)
+    assert_as_close_as_the_torch_code(triton_factored.log_partition(on_device(scores)).detach(), scores, factored.log_partition)
+
+
+@pytest.mark.parametrize("seed,lengths,classes", CASES)
+def test_log_partition_and_its_gradient_equal_the_torch_code(seed, lengths, classes):
+    scores, _ = factored_batch(seed, lengths, classes, dtype=torch.float32)
+    got = gradients(triton_factored.log_partition, on_device(scores))
+    want = gradients(factored.log_partition, scores._replace(**{n: getattr(scores, n).double() for n in ("emissions", "transitions", "start", "end")}))
+    for g, w in zip(got, want):
+        assert torch.allclose(g.double(), w, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("K,C,lengths", [(300, 17, [7, 0, 1, 4]), (513, 5, [3, 6])])
+def test_log_partition_marginals_and_nll_with_more_labels_than_a_block(K, C, lengths):
+    scores = many_labels(K + C, lengths, K, C)
+    got = gradients(triton_factored.log_partition, on_device(scores))
+    want = gradients(factored.log_partition, scores)
+    for g, w in zip(got, want):
+        assert torch.allclose(g, w, atol=1e-4, rtol=1e-4)
+    probs = triton_factored.marginals(on_device(scores)).cpu()
+    assert_as_close_as_the_torch_code(probs, scores, factored.marginals)
+    assert torch.allclose(probs.sum(-1), scores.mask.float(), atol=1e-4)
+    gen = torch.Generator().manual_seed(K)
+    allowed = torch.rand(scores.emissions.shape, generator=gen) < 0.3
+    allowed[..., 0] = True
+    mode = "auto" if DEVICE == "cuda" else "triton"
+    nll = dispatch.negative_log_likelihood(on_device(scores), allowed.to(DEVICE), kernels=mode).cpu()
+    assert torch.allclose(nll, dispatch.negative_log_likelihood(scores, allowed, kernels="torch"), atol=1e-3)
+
+
+def test_dispatch_sends_factored_log_z_and_marginals_to_the_kernels(monkeypatch):
+    scores = on_device(many_labels(6, [4, 2], 200, 6))
+    mode = "auto" if DEVICE == "cuda" else "triton"
+    called = []
+    for name in ("log_partition", "marginals"):
+        original = getattr(triton_factored, name)
+        monkeypatch.setattr(triton_factored, name, lambda s, _f=original, _n=name: called.append(_n) or _f(s))
+    dispatch.log_partition(scores, kernels=mode)
+    dispatch.marginals(scores, kernels=mode)
+    dispatch.log_partition(scores, kernels="torch")
+    assert called == ["log_partition", "marginals"]
+
+
+@pytest.mark.gpu
+def test_cuda_log_partition_at_a_morphological_taggers_shape():
+    """981 labels in 17 classes on the GPU: log Z, its gradient and the
+    marginals of the kernels against the torch code."""
+    gen = torch.Generator().manual_seed(1)
+    lengths = torch.randint(1, 61, (64,), generator=gen).tolist()
+    lengths[:2] = [60, 0]
+    scores = on_device(many_labels(1, lengths, 981, 17))
+    got = gradients(lambda s: dispatch.log_partition(s, kernels="auto"), scores)
+    want = gradients(factored.log_partition, scores)
+    for g, w in zip(got, want):
+        assert torch.allclose(g, w, atol=1e-3, rtol=1e-4)
+    assert_as_close_as_the_torch_code(dispatch.marginals(scores, kernels="auto").cpu(), scores, factored.marginals)

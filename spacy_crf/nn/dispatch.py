@@ -7,7 +7,8 @@ in float16, bfloat16 or float32; everything else (CPU, float64, more labels)
 runs crf.py, the reference the kernels are tested against. Scores whose
 transitions are class-factored (a `classes` field) that the kernels do not
 take run factored.py's O(K * C) algorithms (any device; `nbest_decode` too),
-except Viterbi on CUDA, which triton_factored.py's kernel runs at any K.
+except on CUDA, where triton_factored.py's kernels run log Z (and the NLL),
+marginals and Viterbi at any K.
 `spacy_crf.nn` exports these functions, so the pipeline's CRF runs the
 kernels on a GPU.
 
@@ -110,6 +111,8 @@ def log_partition(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().log_partition(scores)
     if scores.classes is not None:
+        if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
+            return _factored_kernels().log_partition(scores)
         return factored.log_partition(scores)
     return crf.log_partition(scores)
 
@@ -126,6 +129,8 @@ def negative_log_likelihood(
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().negative_log_likelihood(scores, allowed)
     if scores.classes is not None:
+        if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
+            return crf.negative_log_likelihood(scores, allowed, partition=_factored_kernels().log_partition)
         return crf.negative_log_likelihood(scores, allowed, partition=factored.log_partition)
     return crf.negative_log_likelihood(scores, allowed)
 
@@ -158,6 +163,8 @@ def marginals(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tens
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().marginals(scores)
     if scores.classes is not None:
+        if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
+            return _factored_kernels().marginals(scores)
         return factored.marginals(scores)
     return crf.marginals(scores)
 
