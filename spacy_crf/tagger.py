@@ -207,11 +207,13 @@ def make_crf_tagger(
         MKL_NUM_THREADS or torch.set_num_threads), which is then kept. The
         count is set for the component's own calls and restored after them
         (see spacy_crf.threads).
-    quantize (str): "none", or "int8": predict on the CPU with a copy of the
+    quantize (str): "none"; "int8": predict on the CPU with a copy of the
         network whose LSTM and linear layers are dynamically quantized to int8
-        (torch's quantize_dynamic): faster, with slightly different outputs
-        (docs/performance.md measures both). Training, saving and the GPU
-        use the float32 network.
+        (torch's quantize_dynamic); or "bf16": with a copy whose LSTM runs in
+        bfloat16 (fast on CPUs with bfloat16 matrix instructions, AVX512-BF16
+        or AMX; elsewhere it can be slower than float32). Both are faster
+        where they fit, with slightly different outputs (docs/performance.md
+        measures both). Training, saving and the GPU use the float32 network.
     scorer (Optional[Callable]): scores tag_acc, pos_acc, morph_acc (with
         morph_per_feat; and pos_morph_acc for "pos+morph") or ents_p/r/f, to
         match target.
@@ -331,7 +333,8 @@ class CRFTagger(TrainablePipe):
 
     @property
     def quantize(self) -> str:
-        """"none", or "int8": CPU prediction through an int8 copy of the network."""
+        """"none", "int8" or "bf16": CPU prediction through an int8 (bfloat16)
+        copy of the network."""
         return crf_shim(self.model).quantize
 
     @quantize.setter

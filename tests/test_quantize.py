@@ -1,5 +1,6 @@
-"""quantize = "int8": CPU prediction through an int8 copy of the network,
-remade whenever the weights change; training and saving stay float32."""
+"""quantize = "int8" and "bf16": CPU prediction through an int8 (bfloat16)
+copy of the network, remade whenever the weights change; training and saving
+stay float32."""
 import pytest
 import spacy
 import torch
@@ -9,7 +10,8 @@ from spacy_crf.nn import quantize as quantization
 
 from .helpers import SMALL_MODEL, TRAIN_DATA, assert_same_weights, make_examples, make_nlp, tags_of, train
 
-pytestmark = pytest.mark.skipif(not quantization.available(), reason="this torch has no dynamic quantization")
+needs_int8 = pytest.mark.skipif(not quantization.available(), reason="this torch has no dynamic quantization")
+MODES = [pytest.param("int8", marks=needs_int8), "bf16"]
 
 TEXTS = [text for text, _ in TRAIN_DATA]
 
@@ -22,32 +24,47 @@ def emissions(nlp):
 
 def float32_emissions(nlp):
     shim = crf_shim(nlp.get_pipe("crf_tagger").model)
+    mode = shim.quantize
     shim.set_quantize("none")
     try:
         return emissions(nlp)
     finally:
-        shim.set_quantize("int8")
+        shim.set_quantize(mode)
 
 
 def assert_close_to_float32(nlp):
-    int8, exact = emissions(nlp), float32_emissions(nlp)
-    assert not torch.equal(int8, exact)  # the int8 copy did run
-    assert torch.allclose(int8, exact, atol=0.05 * float(exact.abs().max()) + 1e-3)
+    reduced, exact = emissions(nlp), float32_emissions(nlp)
+    assert reduced.dtype == torch.float32
+    assert not torch.equal(reduced, exact)  # the copy did run
+    assert torch.allclose(reduced, exact, atol=0.05 * float(exact.abs().max()) + 1e-3)
 
 
-def test_overfits_and_predicts_through_an_int8_copy():
-    nlp = make_nlp(quantize="int8")
+def copy_has_run_in(shim, mode):
+    lstm = shim._inference_copy.lstm
+    if mode == "int8":
+        return isinstance(lstm, torch.ao.nn.quantized.dynamic.LSTM)
+    copy = shim._inference_copy
+    weights = [*lstm.parameters(), *copy.emission.parameters()]
+    return all(p.dtype == torch.bfloat16 for p in weights) and copy.compute_dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_overfits_and_predicts_through_a_reduced_copy(mode):
+    nlp = make_nlp(quantize=mode)
     train(nlp, make_examples(nlp))
     gold = [[t.tag_ for t in example.reference] for example in make_examples(nlp)]
     assert tags_of(nlp, TEXTS) == gold
     shim = crf_shim(nlp.get_pipe("crf_tagger").model)
-    assert isinstance(shim._inference_copy.lstm, torch.ao.nn.quantized.dynamic.LSTM)
+    assert copy_has_run_in(shim, mode)
     assert type(shim.network.lstm) is torch.nn.LSTM  # the network itself is untouched
+    assert all(p.dtype == torch.float32 for p in shim.network.parameters())
+    assert shim.network.compute_dtype is None
     assert_close_to_float32(nlp)
 
 
-def test_the_copy_follows_every_change_of_the_weights():
-    nlp = make_nlp(quantize="int8")
+@pytest.mark.parametrize("mode", MODES)
+def test_the_copy_follows_every_change_of_the_weights(mode):
+    nlp = make_nlp(quantize=mode)
     examples = make_examples(nlp)
     optimizer = nlp.initialize(get_examples=lambda: examples)
     before = emissions(nlp)
@@ -61,12 +78,13 @@ def test_the_copy_follows_every_change_of_the_weights():
     assert_close_to_float32(nlp)  # and the trained weights after
 
 
-def test_saves_float32_weights_and_keeps_the_setting(tmp_path):
-    nlp = make_nlp(quantize="int8")
+@pytest.mark.parametrize("mode", MODES)
+def test_saves_float32_weights_and_keeps_the_setting(tmp_path, mode):
+    nlp = make_nlp(quantize=mode)
     train(nlp, make_examples(nlp), steps=10)
     nlp.to_disk(tmp_path)
     loaded = spacy.load(tmp_path)
-    assert loaded.get_pipe("crf_tagger").quantize == "int8"
+    assert loaded.get_pipe("crf_tagger").quantize == mode
     assert_same_weights(nlp.get_pipe("crf_tagger"), loaded.get_pipe("crf_tagger"))
     assert tags_of(loaded, TEXTS) == tags_of(nlp, TEXTS)
     # the same file, loaded without quantization, runs the float32 network
@@ -84,6 +102,7 @@ def test_a_torch_without_dynamic_quantization_is_a_coded_error(monkeypatch):
     with pytest.raises(ValueError, match="E027"):
         make_nlp(quantize="int8")
     make_nlp()  # the default needs nothing
+    make_nlp(quantize="bf16")  # nor does bfloat16
 
 
 def test_factory_default_is_float32():
@@ -92,14 +111,47 @@ def test_factory_default_is_float32():
     assert tagger.quantize == "none" and nlp.config["components"]["crf_tagger"]["quantize"] == "none"
 
 
-def test_the_setting_can_change_on_a_built_component():
+@pytest.mark.parametrize("mode", MODES)
+def test_the_setting_can_change_on_a_built_component(mode):
     nlp = make_nlp()
     train(nlp, make_examples(nlp), steps=10)
     tagger = nlp.get_pipe("crf_tagger")
     exact = emissions(nlp)
-    tagger.quantize = "int8"
+    tagger.quantize = mode
     assert not torch.equal(emissions(nlp), exact)
     tagger.quantize = "none"
     assert torch.equal(emissions(nlp), exact)
     with pytest.raises(ValueError, match="E026"):
         tagger.quantize = "fp8"
+
+
+def test_bf16_copy_of_a_network_without_lstm():
+    from spacy_crf.nn import BiLSTMCRF
+
+    torch.manual_seed(0)
+    network = BiLSTMCRF(6, 4, depth=0).eval()
+    copy = quantization.bf16_copy(network)
+    inputs, lengths = torch.randn(2, 3, 6), torch.tensor([3, 1])
+    assert copy.lstm is None and copy.compute_dtype == torch.bfloat16 and network.compute_dtype is None
+    reduced, exact = copy(inputs, lengths).emissions, network(inputs, lengths).emissions
+    assert reduced.dtype == torch.float32 and torch.allclose(reduced, exact, atol=0.05)
+    empty = copy(inputs[:0], lengths[:0]).emissions
+    assert empty.shape == (0, 3, 4) and empty.dtype == torch.float32
+
+
+def test_bf16_copy_scores_padded_batches_like_float32():
+    """Rows of every length, 0 and 1 included, in one padded batch."""
+    from spacy_crf.nn import BiLSTMCRF
+
+    torch.manual_seed(0)
+    network = BiLSTMCRF(6, 4, hidden_width=8).eval()
+    copy = quantization.bf16_copy(network)
+    inputs, lengths = torch.randn(4, 5, 6), torch.tensor([5, 0, 1, 3])
+    exact, reduced = network(inputs, lengths), copy(inputs, lengths)
+    assert reduced.emissions.dtype == torch.float32
+    assert torch.equal(reduced.mask, exact.mask)
+    assert torch.allclose(reduced.emissions, exact.emissions, atol=0.05)
+    padding = ~exact.mask
+    assert torch.equal(reduced.emissions[padding] == 0, exact.emissions[padding] == 0)
+    empty = copy(inputs[:0], lengths[:0]).emissions  # an empty batch
+    assert empty.shape == (0, 5, 4) and empty.dtype == torch.float32

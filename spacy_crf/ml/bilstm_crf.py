@@ -123,8 +123,9 @@ def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> N
 
 
 def set_quantize(model: Model, mode: str) -> None:
-    """"none", or "int8": predict on the CPU with an int8 copy of the torch
-    network (spacy_crf.nn.quantize); training and saving are unchanged."""
+    """"none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
+    copy of the torch network (spacy_crf.nn.quantize); training and saving
+    are unchanged."""
     crf_shim(model).set_quantize(mode)
 
 

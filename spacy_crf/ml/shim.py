@@ -14,10 +14,10 @@ sizes are known, saves those sizes with the weights, and loads weights only.
   torch parameters `(shim.id, name)`, while `PyTorchShim.use_params` only
   looks for `"pytorch_{id}_{name}"`, so with `use_averages = true` the torch
   averages were never used. Both kinds of key are accepted.
-- With `set_quantize("int8")`, prediction on the CPU runs an int8 copy of the
-  network (spacy_crf.nn.quantize), made at the first prediction after the
-  weights changed (an update, a load, averaged weights, constraints); training
-  and saving always use the float32 network.
+- With `set_quantize("int8")` (or "bf16"), prediction on the CPU runs an int8
+  (bfloat16) copy of the network (spacy_crf.nn.quantize), made at the first
+  prediction after the weights changed (an update, a load, averaged weights,
+  constraints); training and saving always use the float32 network.
 - The optimizer's updates are written into the parameters' own memory
   (Thinc's shim makes each parameter a new tensor): the LSTM's weights stay
   the one contiguous buffer that cuDNN reads, with no re-flattening per step
@@ -57,19 +57,20 @@ class CRFShim(PyTorchShim):
         self._inference_copy: Optional[torch.nn.Module] = None
 
     def set_quantize(self, mode: str) -> None:
-        """"none", or "int8": predict on the CPU with an int8 copy of the network."""
+        """"none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
+        copy of the network."""
         if mode not in quantization.MODES:
             raise ValueError(f"quantize must be one of {quantization.MODES}, got {mode!r}")
         self.quantize = mode
         self._inference_copy = None
 
     def predict(self, inputs: ArgsKwargs) -> Any:
-        """The network's output without gradients; with quantize = "int8" on
-        the CPU, the int8 copy's (made anew after the weights changed)."""
+        """The network's output without gradients; with quantize = "int8" or
+        "bf16" on the CPU, that copy's (made anew after the weights changed)."""
         if self.quantize == "none" or self._model is None or self.device.type != "cpu":
             return super().predict(inputs)
         if self._inference_copy is None:
-            self._inference_copy = quantization.int8_copy(self._model)
+            self._inference_copy = quantization.inference_copy(self._model, self.quantize)
         with torch.no_grad():
             return self._inference_copy(*inputs.args, **inputs.kwargs)
 

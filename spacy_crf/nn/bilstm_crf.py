@@ -65,6 +65,10 @@ class BiLSTMCRF(nn.Module):
                 dropout=dropout if depth > 1 else 0.0,
             )
             width = 2 * hidden_width
+        # the dtype of the LSTM's and emission layer's weights where it is not
+        # float32 (a bfloat16 inference copy, see quantize.py): their inputs
+        # are cast to it and the emissions back to float32
+        self.compute_dtype: Optional[torch.dtype] = None
         self.dropout = nn.Dropout(dropout)
         self.input_dropout = nn.Dropout(input_dropout)
         self.emission = nn.Linear(width, n_labels)
@@ -125,9 +129,9 @@ class BiLSTMCRF(nn.Module):
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
         hidden = self.input_dropout(inputs)
         if self.lstm is None:
-            emissions = self.emission(self.dropout(hidden))  # shape: (B, T, K)
+            emissions = self._emit(hidden)  # shape: (B, T, K)
         elif B == 0:
-            emissions = self.emission(inputs.new_zeros(0, T, self.emission.in_features))
+            emissions = self._emit(inputs.new_zeros(0, T, self.emission.in_features))
         else:
             # Packing keeps padding out of the backward direction; empty rows
             # run one zero step whose output the mask discards. The emissions
@@ -135,11 +139,13 @@ class BiLSTMCRF(nn.Module):
             rows = packing_rows(lengths.clamp(min=1), T)
             flat = rows.flat.to(inputs.device)
             data = hidden.reshape(B * T, -1).index_select(0, flat)
+            if self.compute_dtype is not None:
+                data = data.to(self.compute_dtype)
             packed = PackedSequence(
                 data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
             )
             output, _ = self.lstm(packed)
-            scores = self.emission(self.dropout(output.data))  # shape: (n_tokens, K)
+            scores = self._emit(output.data)  # shape: (n_tokens, K)
             # in place: the out-of-place index_copy would copy all B * T rows
             # once more (with many labels, hundreds of MB of fresh pages)
             emissions = scores.new_zeros(B * T, scores.shape[1])
@@ -149,6 +155,13 @@ class BiLSTMCRF(nn.Module):
         if self.allowed_transitions is not None:
             scores = constrain(scores, self.allowed_transitions, self.allowed_start, self.allowed_end)
         return scores
+
+
+    def _emit(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The emission scores of the hidden states, float32."""
+        if self.compute_dtype is None:
+            return self.emission(self.dropout(hidden))
+        return self.emission(self.dropout(hidden.to(self.compute_dtype))).float()
 
 
 class PackingRows(NamedTuple):

@@ -1,18 +1,23 @@
-"""Int8 inference copies of the network, for the CPU (pure torch, no spaCy).
+"""Reduced-precision inference copies of the network, for the CPU (pure
+torch, no spaCy). Both change outputs slightly (docs/performance.md measures
+the cost); the CRF's scores and decoding stay float32.
 
-torch's dynamic quantization (`torch.ao.quantization.quantize_dynamic`)
-stores the LSTM's and the linear layers' weights as int8 and quantizes the
-activations on the fly; the CRF's scores stay float32. It changes outputs
-slightly (docs/performance.md measures the cost), runs on the CPU only, and is
-deprecated upstream in favour of torchao: `available()` says whether this
-torch still has it.
+- "int8": torch's dynamic quantization (`torch.ao.quantization.quantize_dynamic`)
+  stores the LSTM's and the linear layers' weights as int8 and quantizes the
+  activations on the fly. Deprecated upstream in favour of torchao:
+  `available()` says whether this torch still has it.
+- "bf16": the LSTM and the emission layer in bfloat16 (weights, inputs,
+  state), the emissions back in float32 for the CRF. Fast where the CPU has
+  bfloat16 matrix instructions (AVX512-BF16, AMX: recent Xeon and EPYC);
+  elsewhere torch converts in software, which can be slower than float32:
+  measure first.
 """
 import copy
 import warnings
 
 from torch import nn
 
-MODES = ("none", "int8")
+MODES = ("none", "int8", "bf16")
 
 
 def available() -> bool:
@@ -44,3 +49,26 @@ def int8_copy(network: nn.Module) -> nn.Module:
 
         source = copy.deepcopy(network).cpu().eval()
         return quantize_dynamic(source, {nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
+
+
+def bf16_copy(network: nn.Module) -> nn.Module:
+    """A copy of the network for inference on the CPU whose LSTM and emission
+    layer run in bfloat16; the network itself is unchanged."""
+    import torch
+
+    source = copy.deepcopy(network).cpu().eval()
+    if source.lstm is not None:
+        source.lstm.to(torch.bfloat16)
+    source.emission.to(torch.bfloat16)
+    source.compute_dtype = torch.bfloat16
+    return source
+
+
+def inference_copy(network: nn.Module, mode: str) -> nn.Module:
+    """The copy of the network that predicts on the CPU in this mode
+    ("int8" or "bf16")."""
+    if mode == "int8":
+        return int8_copy(network)
+    if mode == "bf16":
+        return bf16_copy(network)
+    raise ValueError(f"no inference copy for quantize = {mode!r}; one of {MODES[1:]}")
