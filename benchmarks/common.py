@@ -17,6 +17,49 @@ from spacy_crf.nn import CRFScores
 # the (B, T, K) shapes of the CRF kernel benchmarks (crf_kernels, gpu)
 SHAPES = [(256, 40, 18), (256, 40, 50), (1024, 60, 50), (16, 512, 20)]
 
+# How the C library's malloc is set for a benchmark's process (`use_allocator`).
+ALLOCATORS = ("default", "steady")
+_allocator = "default"
+# glibc's mallopt parameters, and the largest mmap threshold it accepts on 64-bit
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MAX_MMAP_THRESHOLD = 32 * 1024 * 1024
+
+
+def use_allocator(mode: str) -> str:
+    """Set how glibc's malloc treats freed memory in this process, before timing.
+
+    "default" leaves it alone: glibc serves large blocks by mmap and gives
+    freed memory above its trim threshold back to the OS, so a pipeline that
+    frees and re-allocates large arrays every batch pays page faults for them
+    again, on some passes and not others (on a 2-core Xeon, spaCy's tagger
+    lost up to 45% of a pass's words/s this way, crf_tagger about 15%).
+    "steady" keeps freed memory in the process (no trimming, no mmap below
+    32 MiB: what GLIBC_TUNABLES=glibc.malloc.trim_threshold=...:
+    glibc.malloc.mmap_threshold=33554432 does from the start), so every pass
+    runs on memory that is already mapped. Recorded by `environment`.
+
+    RETURNS (str): the mode in force ("default" where the C library is not glibc).
+    """
+    global _allocator
+    if mode not in ALLOCATORS:
+        raise ValueError(f"allocator must be one of {ALLOCATORS}, got {mode!r}")
+    if mode == "steady":
+        import ctypes
+
+        try:
+            mallopt = ctypes.CDLL("libc.so.6").mallopt
+        except (OSError, AttributeError):
+            return _allocator
+        if mallopt(M_TRIM_THRESHOLD, ctypes.c_int(2**31 - 1)) and mallopt(M_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD):
+            _allocator = "steady"
+    return _allocator
+
+
+def add_allocator_argument(parser) -> None:
+    """--allocator default|steady (see `use_allocator`) on an argparse parser."""
+    parser.add_argument("--allocator", choices=ALLOCATORS, default="default",
+                        help="glibc malloc as it comes, or steady: freed memory kept in the process")
+
 
 def median_ms(fn: Callable[[], object], repeats: int, device: str = "cpu") -> float:
     """Median time of fn() over repeats, after two warm-up calls.
@@ -104,13 +147,18 @@ def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size
     return statistics.median(rates), rates, n_words
 
 
-def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float]) -> Dict[str, List[float]]:
+def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float], *,
+            warmup: int = 0) -> Dict[str, List[float]]:
     """measure(name) of every name in turn, `repeats` rounds, so that a slow
-    spell of the machine hits every name alike.
+    spell of the machine hits every name alike; first `warmup` untimed rounds
+    (the process' heap grows to what every pipeline needs).
 
     RETURNS (Dict[str, List[float]]): each name's values, in round order.
     """
     names = list(names)
+    for _ in range(warmup):
+        for name in names:
+            measure(name)
     values: Dict[str, List[float]] = {name: [] for name in names}
     for _ in range(repeats):
         for name in names:
@@ -120,8 +168,9 @@ def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float])
 
 def pipe_rates_in_turn(pipelines: Dict[str, Language], docs: List[Doc], repeats: int) -> Dict[str, List[float]]:
     """`nlp.pipe` words/s (batch 256) of each pipeline on the docs, in turn
-    (`in_turn`), one timed pass per pipeline and round."""
-    return in_turn(pipelines, repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0])
+    (`in_turn`), one timed pass per pipeline and round, after one untimed round."""
+    return in_turn(pipelines, repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0],
+                   warmup=1)
 
 
 def make_batch(B: int, T: int, K: int, device: str = "cpu", seed: int = 0) -> Tuple[CRFScores, torch.Tensor, torch.Tensor]:
@@ -191,6 +240,7 @@ def environment() -> dict:
         "torch": torch.__version__,
         "spacy": spacy.__version__,
         "spacy_crf": spacy_crf.__version__,
+        "allocator": _allocator,
     }
 
 

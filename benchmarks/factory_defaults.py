@@ -4,11 +4,13 @@ sentences, then nlp.pipe words/s on a corpus, taken in turn (medians).
 
     python -m benchmarks.factory_defaults corpus/en_ewt-ud-train.spacy \
         corpus/en_ewt-ud-dev.spacy [--init-sentences 300] [--repeats 5] [--threads 1]
-        [--crf-model default|legacy] [--quantize none|int8]
+        [--crf-model default|legacy] [--quantize none|int8|bf16 ...]
 
 `--crf-model legacy` uses 0.1.0's default model (HashEmbedCNN + BiLSTM 128)
-instead, for comparison; `--quantize int8` sets the component's `quantize`
-(int8 inference on the CPU). Prints a JSON line; the accuracy of the defaults
+instead, for comparison; `--quantize` sets the component's `quantize` (int8
+or bfloat16 inference on the CPU). Given several modes, one crf_tagger runs
+in each of them in turn with spaCy's tagger, in one process, and the record
+has a row per mode (`rows`). Prints a JSON line; the accuracy of the defaults
 needs training: see configs/cpu.cfg, which uses the same network.
 """
 import argparse
@@ -21,7 +23,15 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import pipe_rates_in_turn, report, unannotated_docs
+from .common import (
+    add_allocator_argument,
+    environment,
+    in_turn,
+    report,
+    unannotated_docs,
+    use_allocator,
+    words_per_second,
+)
 
 LEGACY_MODEL = """
 [model]
@@ -59,31 +69,45 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--crf-model", choices=["default", "legacy"], default="default")
-    parser.add_argument("--quantize", choices=["none", "int8"], default="none")
+    parser.add_argument("--quantize", nargs="+", choices=["none", "int8", "bf16"], default=["none"])
+    add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
+    use_allocator(args.allocator)
     torch.set_num_threads(args.threads)
     vocab = spacy.blank("en").vocab
     docs = DocBin().from_disk(args.train).get_docs(vocab)
     # one sentence per doc (as spacy convert --n-sents 1 gives) where the corpus marks sentences
     train_docs = [s.as_doc() for d in docs for s in (d.sents if d.has_annotation("SENT_START") else [d[:]])]
-    config = {"quantize": args.quantize}
+    config = {}
     if args.crf_model == "legacy":
         config["model"] = Config().from_str(LEGACY_MODEL)["model"]
     crf = initialized("crf_tagger", train_docs, args.init_sentences, config)
     base = initialized("tagger", train_docs, args.init_sentences)
     docs = unannotated_docs(crf, args.dev)
-    pipelines = {"crf_tagger": crf, "tagger": base}
-    rates = pipe_rates_in_turn(pipelines, docs, args.repeats)
-    ratios = [c / t for c, t in zip(rates["crf_tagger"], rates["tagger"])]
-    result = {
-        "crf_model": args.crf_model if args.quantize == "none" else f"{args.crf_model}, quantize {args.quantize}",
-        "init_sentences": args.init_sentences,
-        "threads": args.threads,
-        "words_per_second": {k: round(statistics.median(v)) for k, v in rates.items()},
-        "ratio_median": round(statistics.median(ratios), 3),
-        "ratios": [round(r, 3) for r in ratios],
-    }
+    modes = list(dict.fromkeys(args.quantize))
+    names = {mode: args.crf_model if mode == "none" else f"{args.crf_model}, quantize {mode}" for mode in modes}
+
+    def measure(name: str) -> float:
+        if name != "tagger":  # one network, its quantize switched (each pass warms up first)
+            crf.get_pipe("crf_tagger").quantize = name
+        return words_per_second(crf if name != "tagger" else base, docs, repeats=1, batch_size=256)[0]
+
+    rates = in_turn([*modes, "tagger"], args.repeats, measure, warmup=1)
+    rows = []
+    for mode in modes:
+        ratios = [c / t for c, t in zip(rates[mode], rates["tagger"])]
+        rows.append({
+            "crf_model": names[mode],
+            "words_per_second": {"crf_tagger": round(statistics.median(rates[mode])),
+                                 "tagger": round(statistics.median(rates["tagger"]))},
+            "ratio_median": round(statistics.median(ratios), 3),
+            "ratios": [round(r, 3) for r in ratios],
+        })
+    result = {**rows[0], "init_sentences": args.init_sentences, "threads": args.threads}
+    if len(rows) > 1:
+        result["rows"] = rows
+    result["environment"] = environment()
     report(result, args.output)
 
 

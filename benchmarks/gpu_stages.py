@@ -2,7 +2,7 @@
 
     python -m benchmarks.gpu_stages corpus/en_ewt-ud-dev.spacy \\
         [--model training/cpu/model-best | --config configs/cpu.cfg --init-corpus corpus/en_ewt-ud-train.spacy] \\
-        [--gpu-id 0] [--repeats 10] [--profile] [--quantize int8] [--output metrics/speed/gpu_stages.json]
+        [--gpu-id 0] [--repeats 10] [--profile] [--quantize int8|bf16] [--output metrics/speed/gpu_stages.json]
 
 The corpus' docs go through the component's model in one batch of
 --batch-size docs: tok2vec, tok2vec + network (the CRF's scores), Viterbi
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--quantize", default="none", choices=["none", "int8"], help="the component's quantize")
+    parser.add_argument("--quantize", default="none", choices=["none", "int8", "bf16"], help="the component's quantize")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     if bool(args.model) == bool(args.config) or (args.config and not args.init_corpus):

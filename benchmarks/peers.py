@@ -65,7 +65,7 @@ from typing import Dict, List, Optional, Tuple
 
 from spacy_crf.errors import ErrorsWithCodes
 
-from .common import environment, parse_spec, write_json
+from .common import add_allocator_argument, environment, parse_spec, use_allocator, write_json
 
 # CoNLL-U's ten columns
 COLUMNS = ["id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc"]
@@ -327,12 +327,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "values, e.g. components.crf_tagger.quantize=int8) whose inference is timed in turn "
                              "with Flair's")
     parser.add_argument("--workdir", type=Path, default=Path("training/peers/flair"))
+    add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--retime", action="store_true",
                         help="train nothing: time the inference of WORKDIR/model/best-model.pt (or "
                              "final-model.pt) again (with the --spacy-model pipelines) and update those figures "
                              "in the JSON at --output, which keeps the training figures of the run that trained it")
     args = parser.parse_args(argv)
+    use_allocator(args.allocator)
     if args.retime and not (args.output and args.output.exists()):
         parser.error("--retime needs --output: the JSON of the run that trained WORKDIR/model/best-model.pt")
     if args.epochs < 1 or args.repeats < 1 or args.threads < 1:

@@ -23,7 +23,7 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from .common import in_turn, pipe_rates_in_turn, unannotated_docs, write_json
+from .common import add_allocator_argument, in_turn, pipe_rates_in_turn, unannotated_docs, use_allocator, write_json
 
 
 def decode_share(nlp, docs, batch_size=256):
@@ -81,8 +81,10 @@ def main() -> None:
     parser.add_argument("--train-words", type=int, default=20000)
     parser.add_argument("--whole-docs", action="store_true",
                         help="train on the corpus' multi-sentence docs, whatever the configs say")
+    add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
+    use_allocator(args.allocator)
     torch.set_num_threads(args.threads)
     crf = spacy.load(args.crf_model)
     base = spacy.load(args.baseline_model)

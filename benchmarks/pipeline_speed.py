@@ -11,19 +11,21 @@ from pathlib import Path
 import spacy
 import torch
 
-from .common import report, unannotated_docs, words_per_second
+from .common import add_allocator_argument, report, unannotated_docs, use_allocator, words_per_second
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model")
     parser.add_argument("corpus")
+    add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--gpu-id", type=int, default=-1)
     args = parser.parse_args()
+    use_allocator(args.allocator)
     torch.set_num_threads(args.threads)
     if args.gpu_id >= 0:
         spacy.require_gpu(args.gpu_id)

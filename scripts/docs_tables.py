@@ -11,6 +11,7 @@ without wiping what was measured elsewhere. Every table opens with the hardware
 and versions its outputs recorded. --check exits 1 if a file would change.
 """
 import argparse
+import functools
 import io
 import json
 import re
@@ -40,9 +41,11 @@ def environment_line(*records: dict) -> str:
     if env is None:
         return "Measured on: not recorded."
     device = env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs)"
+    steady = (" malloc: steady (freed memory kept in the process, `--allocator steady`)."
+              if env.get("allocator") == "steady" else "")
     return (
         f"Measured on: {device}; Python {env['python']}, torch {env['torch']}, "
-        f"spaCy {env['spacy']}, spacy-crf {env['spacy_crf']}."
+        f"spaCy {env['spacy']}, spacy-crf {env['spacy_crf']}.{steady}"
     )
 
 
@@ -126,24 +129,30 @@ def kernels(root: Path) -> Optional[str]:
     return "\n".join(lines)
 
 
-def factory_defaults(root: Path) -> Optional[str]:
-    paths = sorted((root / "metrics" / "speed").glob("factory_defaults*.json"))
+def factory_defaults(root: Path, folder: str = "speed") -> Optional[str]:
+    """metrics/FOLDER/factory_defaults*.json: `python -m benchmarks.factory_defaults ...`."""
+    paths = sorted((root / "metrics" / folder).glob("factory_defaults*.json"))
     if not paths:
         return None
     records = [load(path) for path in paths]
     lines = [environment_line(*records), "", "| crf_tagger model | crf_tagger words/s | spaCy tagger words/s | ratio (median) | ratios |",
              "|---|---|---|---|---|"]
-    for r in records:
+    for r in (row for record in records for row in record.get("rows", [record])):
         w = r["words_per_second"]
         lines.append(f"| {r['crf_model']} | {w['crf_tagger']:,} | {w['tagger']:,} | {r['ratio_median']:.2f}x "
                      f"| {', '.join(f'{x:.2f}' for x in r['ratios'])} |")
     return "\n".join(lines)
 
 
-def pipeline_compare(root: Path) -> Optional[str]:
-    r = load(root / "metrics" / "speed" / "pipeline_compare.json")
-    if r is None:
-        return None
+def pipeline_compare(root: Path, folder: str = "speed") -> Optional[str]:
+    """metrics/FOLDER/pipeline_compare*.json (`python -m benchmarks.pipeline_compare
+    ... [--whole-docs]`), a table each."""
+    records = [load(path) for path in sorted((root / "metrics" / folder).glob("pipeline_compare*.json"))]
+    tables = [pipeline_compare_table(r) for r in records if r]
+    return "\n\n".join(tables) if tables else None
+
+
+def pipeline_compare_table(r: Dict) -> str:
     p, t = r["pipe_words_per_second"], r["train_words_per_second"]
     unit = training_unit(r)
     lines = [f"{environment_line(r)} {r['threads']} thread(s).{' Training: ' + unit + '.' if unit else ''}", "",
@@ -385,10 +394,10 @@ def embedding(root: Path) -> Optional[str]:
     return head + "\n\n" + "\n\n".join(embedding_table(r) for r in records)
 
 
-def quantize(root: Path) -> Optional[str]:
-    """metrics/speed/quantize*.json: `python -m benchmarks.quantize ...`, a
+def quantize(root: Path, folder: str = "speed") -> Optional[str]:
+    """metrics/FOLDER/quantize*.json: `python -m benchmarks.quantize ...`, a
     table per trained pipeline."""
-    records = [load(path) for path in sorted((root / "metrics" / "speed").glob("quantize*.json"))]
+    records = [load(path) for path in sorted((root / "metrics" / folder).glob("quantize*.json"))]
     records = [r for r in records if r]
     if not records:
         return None
@@ -410,17 +419,17 @@ def training_unit(compare: Dict) -> str:
     return ", ".join(sorted(units))
 
 
-def peers(root: Path) -> Optional[str]:
-    """metrics/speed/flair.json (`python -m benchmarks.peers ...`), with the
-    training words/s of metrics/speed/pipeline_compare.json."""
-    flair = load(root / "metrics" / "speed" / "flair.json")
+def peers(root: Path, folder: str = "speed") -> Optional[str]:
+    """metrics/FOLDER/flair.json (`python -m benchmarks.peers ...`), with the
+    training words/s of metrics/FOLDER/pipeline_compare.json."""
+    flair = load(root / "metrics" / folder / "flair.json")
     if flair is None:
         return None
-    compare = load(root / "metrics" / "speed" / "pipeline_compare.json") or {}
+    compare = load(root / "metrics" / folder / "pipeline_compare.json") or {}
     trained = {"flair": flair["train_words_per_second"], **compare.get("train_words_per_second", {})}
     unit = training_unit(compare)
     names = {"crf_tagger": "crf_tagger", "crf_tagger_int8": "crf_tagger, quantize int8",
-             "spacy_tagger": "spaCy tagger", "flair": "Flair"}
+             "crf_tagger_bf16": "crf_tagger, quantize bf16", "spacy_tagger": "spaCy tagger", "flair": "Flair"}
     sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
                                                     "dev_accuracy": flair["dev_accuracy"]}}
     base = sides["flair"]
@@ -433,7 +442,7 @@ def peers(root: Path) -> Optional[str]:
         lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
                      f"| {side['words_per_second'] / base['words_per_second']:.1f}x | {train_cells} |")
     s = flair["settings"]
-    head = (f"{environment_line(flair)} {flair['settings_text']}; {flair['epochs_done']} epochs "
+    head = (f"{environment_line(flair)} {flair['settings_text']}; {flair['epochs_done']} epoch{'s' if flair['epochs_done'] != 1 else ''} "
             f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
             f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
             f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
@@ -497,10 +506,11 @@ def copy_images(root: Path) -> None:
             shutil.copyfile(image, target)
 
 
-def stage_records(root: Path, on_gpu: bool) -> Dict[str, dict]:
-    """metrics/speed/stages_NAME.json (`python -m benchmarks.gpu_stages ... --output FILE`)
+def stage_records(root: Path, on_gpu: bool, folder: str = "speed") -> Dict[str, dict]:
+    """metrics/FOLDER/stages_NAME.json (`python -m benchmarks.gpu_stages ... --output FILE`)
     measured on the GPU (CupyOps) or on the CPU."""
-    records = {path.stem[len("stages_"):]: load(path) for path in sorted((root / "metrics" / "speed").glob("stages_*.json"))}
+    paths = sorted((root / "metrics" / folder).glob("stages_*.json"))
+    records = {path.stem[len("stages_"):]: load(path) for path in paths}
     return {name: r for name, r in records.items() if (r.get("ops") == "CupyOps") == on_gpu}
 
 
@@ -519,8 +529,8 @@ def stages_table(records: Dict[str, dict]) -> Optional[str]:
     return environment_line(*records.values()) + " One batch of every dev doc, medians.\n\n" + "\n".join(lines)
 
 
-def predict_stages(root: Path) -> Optional[str]:
-    return stages_table(stage_records(root, on_gpu=False))
+def predict_stages(root: Path, folder: str = "speed") -> Optional[str]:
+    return stages_table(stage_records(root, on_gpu=False, folder=folder))
 
 
 def predict_stages_gpu(root: Path) -> Optional[str]:
@@ -545,6 +555,16 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "time-to-accuracy": time_to_accuracy,
     "schedule-seeds": schedule_seeds,
     "quantize": quantize,
+    # the bfloat16 measurements: one machine with bfloat16 matrix instructions
+    "quantize-bf16": functools.partial(quantize, folder="speed/bf16"),
+    "factory-defaults-bf16": functools.partial(factory_defaults, folder="speed/bf16"),
+    "peers-bf16": functools.partial(peers, folder="speed/bf16"),
+    "pipeline-compare-bf16": functools.partial(pipeline_compare, folder="speed/bf16"),
+    # the same, glibc's malloc steady (`--allocator steady`)
+    "quantize-steady": functools.partial(quantize, folder="speed/steady"),
+    "factory-defaults-steady": functools.partial(factory_defaults, folder="speed/steady"),
+    "peers-steady": functools.partial(peers, folder="speed/steady"),
+    "predict-stages-modes": functools.partial(predict_stages, folder="speed/cpu_stages"),
     "embedding": embedding,
     "peers": peers,
     "entity-probabilities": entity_probabilities,

@@ -268,12 +268,13 @@ def test_peers_retime_needs_the_json_of_the_training_run(tmp_path):
     assert done.returncode == 2 and "--retime needs --output" in done.stderr
 
 
-def test_quantize_times_and_scores_float32_int8_and_spacys_tagger(corpus, tmp_path):
+def test_quantize_times_and_scores_float32_int8_bf16_and_spacys_tagger(corpus, tmp_path):
     import spacy
     from spacy.tokens import DocBin
     from spacy.training import Example
 
     from benchmarks.quantize import main as quantize
+    from benchmarks.quantize import table as quantize_table
 
     from .helpers import SMALL_MODEL, make_nlp
 
@@ -289,10 +290,13 @@ def test_quantize_times_and_scores_float32_int8_and_spacys_tagger(corpus, tmp_pa
     output = tmp_path / "quantize.json"
     quantize([str(tmp_path / "crf"), str(tmp_path / "spacy"), str(corpus), "--repeats", "1", "--output", str(output)])
     result = json.loads(output.read_text())
-    systems = ["crf_tagger", "crf_tagger int8", "spaCy tagger"]
+    systems = ["crf_tagger", "crf_tagger int8", "crf_tagger bf16", "spaCy tagger"]
     assert list(result["words_per_second"]) == systems and all(v > 0 for v in result["words_per_second"].values())
     assert set(result["dev_score"]) == set(systems) and all(0 <= v <= 100 for v in result["dev_score"].values())
-    assert 0.0 <= result["changed_share"] <= 1.0
+    assert set(result["changed_share"]) == {"int8", "bf16"}
+    assert all(0.0 <= v <= 1.0 for v in result["changed_share"].values())
+    table = quantize_table(result)
+    assert "bf16 against float32" in table and "int8 against float32" in table
 
 
 def test_pipeline_compare_trains_on_the_examples_the_config_reads(tmp_path):
@@ -354,3 +358,28 @@ def test_factory_defaults_times_both_factories_in_turn(corpus):
                             "--quantize", "int8").strip().splitlines()[-1])
     assert set(result["words_per_second"]) == {"crf_tagger", "tagger"} and len(result["ratios"]) == 2
     assert result["crf_model"] == "default, quantize int8" and result["ratio_median"] > 0
+    assert "rows" not in result
+
+
+def test_factory_defaults_times_several_modes_in_one_process(corpus):
+    result = json.loads(run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 2,
+                            "--quantize", "none", "bf16", "--allocator", "steady").strip().splitlines()[-1])
+    assert result["environment"]["allocator"] == ("steady" if sys.platform == "linux" else "default")
+    assert [row["crf_model"] for row in result["rows"]] == ["default", "default, quantize bf16"]
+    for row in result["rows"]:
+        assert set(row["words_per_second"]) == {"crf_tagger", "tagger"} and len(row["ratios"]) == 2
+    assert result["rows"][0]["words_per_second"]["tagger"] == result["rows"][1]["words_per_second"]["tagger"]
+
+
+def test_the_allocator_setting_is_checked_and_recorded():
+    """In a process of its own: mallopt changes the whole process."""
+    code = ("from benchmarks.common import environment, use_allocator\n"
+            "assert environment()['allocator'] == 'default'\n"
+            "mode = use_allocator('steady')\n"
+            "assert environment()['allocator'] == mode\n"
+            "print(mode)\n"
+            "try:\n    use_allocator('jemalloc')\nexcept ValueError as error:\n    print('refused', error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == ("steady" if sys.platform == "linux" else "default") and lines[1].startswith("refused")

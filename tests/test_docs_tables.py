@@ -203,3 +203,34 @@ def test_gpu_tables(tmp_path):
     gpu, cpu = predict_stages_gpu(tmp_path), predict_stages(tmp_path)
     assert "`gpu_tr`" in gpu and "`gpu_tr`" not in cpu and "`tr`" in cpu
     assert "Some GPU" in gpu and "CUDA-synchronised" in gpu and "Some CPU" in cpu
+
+
+def test_bf16_blocks_read_their_own_folder(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "performance.md").write_text(
+        "<!-- table:quantize:start -->\nkept\n<!-- table:quantize:end -->\n"
+        "<!-- table:quantize-bf16:start -->\n<!-- table:quantize-bf16:end -->\n"
+        "<!-- table:factory-defaults-bf16:start -->\n<!-- table:factory-defaults-bf16:end -->\n"
+    )
+    names = ["crf_tagger", "crf_tagger int8", "crf_tagger bf16", "spaCy tagger"]
+    write(tmp_path / "metrics" / "speed" / "bf16" / "quantize_a.json", {
+        "threads": 1, "repeats": 7, "score": "tag_acc", "crf_model": "crf", "baseline_model": "base",
+        "baseline_name": "spaCy tagger", "words_per_second": dict(zip(names, [300, 360, 390, 200])),
+        "dev_score": dict(zip(names, [94.0, 93.98, 94.0, 93.0])),
+        "changed_share": {"int8": 0.001, "bf16": 0.0001}, "environment": {**ENV, "allocator": "steady"},
+    })
+    rows = [{"crf_model": "default", "words_per_second": {"crf_tagger": 400, "tagger": 250},
+             "ratio_median": 1.6, "ratios": [1.6, 1.5]},
+            {"crf_model": "default, quantize bf16", "words_per_second": {"crf_tagger": 500, "tagger": 250},
+             "ratio_median": 2.0, "ratios": [2.0, 1.9]}]
+    write(tmp_path / "metrics" / "speed" / "bf16" / "factory_defaults.json",
+          {**rows[0], "rows": rows, "environment": ENV})
+    assert main(["--root", str(tmp_path)]) == 0
+    performance = (tmp_path / "docs" / "performance.md").read_text()
+    assert "<!-- table:quantize:start -->\nkept\n<!-- table:quantize:end -->" in performance
+    assert "| crf_tagger bf16 | 390 | 1.95x | 94.00 |" in performance
+    assert performance.count("malloc: steady") == 1  # only the record measured so
+    assert "bf16 against float32: 1.30x the words/s, +0.00 dev tag_acc, 0.01% of the tokens" in performance
+    assert "| default | 400 | 250 | 1.60x | 1.60, 1.50 |" in performance
+    assert "| default, quantize bf16 | 500 | 250 | 2.00x | 2.00, 1.90 |" in performance
+    assert main(["--root", str(tmp_path), "--check"]) == 0
