@@ -4,6 +4,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
@@ -31,12 +32,14 @@ def use_allocator(mode: str) -> str:
     "default" leaves it alone: glibc serves large blocks by mmap and gives
     freed memory above its trim threshold back to the OS, so a pipeline that
     frees and re-allocates large arrays every batch pays page faults for them
-    again, on some passes and not others (on a 2-core Xeon, spaCy's tagger
-    lost up to 45% of a pass's words/s this way, crf_tagger about 15%).
-    "steady" keeps freed memory in the process (no trimming, no mmap below
-    32 MiB: what GLIBC_TUNABLES=glibc.malloc.trim_threshold=...:
-    glibc.malloc.mmap_threshold=33554432 does from the start), so every pass
-    runs on memory that is already mapped. Recorded by `environment`.
+    again, on some passes more than others (on a 2-core Xeon, spaCy's
+    tagger's median pass ran at about half its steady words/s this way,
+    crf_tagger's at about four fifths: docs/performance.md). "steady" keeps
+    freed memory in the process and serves blocks under 32 MiB from the heap
+    (no trimming, no mmap below 32 MiB: what GLIBC_TUNABLES=
+    glibc.malloc.trim_threshold=...:glibc.malloc.mmap_threshold=33554432 does
+    from the start); larger blocks are still mapped afresh. Recorded by
+    `environment`; a warning on stderr where "steady" could not be set.
 
     RETURNS (str): the mode in force ("default" where the C library is not glibc).
     """
@@ -49,9 +52,14 @@ def use_allocator(mode: str) -> str:
         try:
             mallopt = ctypes.CDLL("libc.so.6").mallopt
         except (OSError, AttributeError):
-            return _allocator
-        if mallopt(M_TRIM_THRESHOLD, ctypes.c_int(2**31 - 1)) and mallopt(M_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD):
+            mallopt = None
+        applied = [bool(mallopt(option, ctypes.c_int(value))) for option, value in
+                   ((M_TRIM_THRESHOLD, 2**31 - 1), (M_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD))] if mallopt else []
+        if applied == [True, True]:
             _allocator = "steady"
+        else:
+            print(f"warning: --allocator steady not applied (mallopt: {applied or 'no glibc'}); "
+                  "timing with malloc as it comes", file=sys.stderr)
     return _allocator
 
 

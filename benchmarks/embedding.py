@@ -2,7 +2,7 @@
 products, and predicting once per distinct token.
 
     python -m benchmarks.embedding training/cpu/model-best corpus/en_ewt-ud-dev.spacy \\
-        [--quantize none|int8] [--repeats 5] [--threads 1] [--rows 1130] \\
+        [--quantize none|int8|bf16] [--repeats 5] [--threads 1] [--rows 1130] \\
         [--output metrics/speed/embedding.json]
 
 1. The products of the Maxout that mixes the features, at the shape of a
@@ -80,7 +80,7 @@ def main(argv: List[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model")
     parser.add_argument("dev")
-    parser.add_argument("--quantize", default="none", choices=["none", "int8"])
+    parser.add_argument("--quantize", default="none", choices=["none", "int8", "bf16"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rows", type=int, default=1130,

@@ -446,8 +446,9 @@ def peers(root: Path, folder: str = "speed") -> Optional[str]:
             f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
             f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
             f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
-            f"Flair's inside its epochs; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`"
-            f"{', ' + unit if unit else ''}).")
+            f"Flair's inside its epochs"
+            + (f"; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`{', ' + unit if unit else ''})."
+               if compare else " (the others' were not measured with these runs)."))
     return head + "\n\n" + "\n".join(lines)
 
 

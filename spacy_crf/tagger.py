@@ -209,8 +209,8 @@ def make_crf_tagger(
         (see spacy_crf.threads).
     quantize (str): "none"; "int8": predict on the CPU with a copy of the
         network whose LSTM and linear layers are dynamically quantized to int8
-        (torch's quantize_dynamic); or "bf16": with a copy whose LSTM runs in
-        bfloat16 (fast on CPUs with bfloat16 matrix instructions, AVX512-BF16
+        (torch's quantize_dynamic); or "bf16": with a copy whose LSTM and
+        emission layer run in bfloat16 (fast on CPUs with bfloat16 matrix instructions, AVX512-BF16
         or AMX; elsewhere it can be slower than float32). Both are faster
         where they fit, with slightly different outputs (docs/performance.md
         measures both). Training, saving and the GPU use the float32 network.
