@@ -216,32 +216,36 @@ def _viterbi(
     leave, pair, enter, _, classes = factors
     B, T, K = emissions.shape
     C = pair.shape[0]
+    index = classes.expand(B, K)
 
     def emitted(t: int, n: int) -> torch.Tensor:
         """The emissions at step t of the first n rows (in `order`)."""
         return emissions[:, t] if order is None else emissions[:, t].index_select(0, order[:n])
 
-    last = start + emitted(0, B)  # shape: (B, K), the scores after the last step
-    score = last.clone()  # every row's scores after its own last step so far
+    last = start + emitted(0, B)  # shape: (n, K), the scores after the last step of the rows running
+    score = last.clone()  # compact: each row's scores after its own last step, kept as rows end
     leaving = [None]  # leaving[t]: the scores after step t - 1 plus `leave`, rows running at t
+    running_before = B
     for t in range(1, T):
         n = B if running is None else running[t]
         if n == 0:
             break
+        if n < running_before:  # rows n.. ended at step t - 1
+            score[n:running_before] = last[n:running_before]
         current = last[:n] + leave
         leaving.append(current)
-        best_in_class = current.new_full((n, C), float("-inf")).scatter_reduce_(
-            1, classes.expand(n, K), current, "amax"
-        )
+        best_in_class = current.new_full((n, C), float("-inf")).scatter_reduce_(1, index[:n], current, "amax")
         to_class = (best_in_class.unsqueeze(2) + pair).amax(dim=1)  # shape: (n, C)
-        # the columns of each label's class (index rows of the transpose: faster)
-        step = to_class.t().contiguous().index_select(0, classes).t().add(enter).add_(emitted(t, n))
+        # each label gets the move into its class, its `enter` and its emission
+        step = to_class.index_select(1, classes).add_(enter).add_(emitted(t, n))
         if running is None:
             step = torch.where(mask[:, t, None], step, last)
-            score = step
-        else:
-            score[:n] = step
         last = step
+        running_before = n
+    if running is None:
+        score = last
+    else:
+        score[:running_before] = last[:running_before]
     best_score, label = (score + end).max(dim=1)  # shape: (B,)
     paths = torch.empty(T, B, dtype=torch.long, device=emissions.device)
     paths[T - 1] = label
@@ -252,7 +256,7 @@ def _viterbi(
             # the best predecessor i of each running row's label:
             # score at t - 1 + a[i] + Q[class(i), class(label)]
             moves = moves_into.index_select(0, classes[label[:n]])  # shape: (n, K)
-            previous = (leaving[t] + moves).argmax(dim=1)
+            previous = moves.add_(leaving[t]).argmax(dim=1)
             if running is None:
                 label = torch.where(mask[:, t], previous, label)
             else:
