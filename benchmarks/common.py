@@ -235,13 +235,16 @@ def environment() -> dict:
     import spacy_crf
 
     cpu = platform.processor() or platform.machine()
+    flags: List[str] = []
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
+        present = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+        # what decides how fast quantize = "int8" / "bf16" can run
+        flags = [flag for flag in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16") if flag in present]
     return {
         "cpu": cpu,
+        "cpu_flags": flags,
         "logical_cpus": os.cpu_count(),
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "python": platform.python_version(),

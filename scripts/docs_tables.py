@@ -40,7 +40,8 @@ def environment_line(*records: dict) -> str:
     env = next((r["environment"] for r in records if r and r.get("environment")), None)
     if env is None:
         return "Measured on: not recorded."
-    device = env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs)"
+    flags = f"; {', '.join(env['cpu_flags'])}" if env.get("cpu_flags") else ""
+    device = env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs{flags})"
     steady = (" malloc: steady (freed memory kept in the process, `--allocator steady`)."
               if env.get("allocator") == "steady" else "")
     return (

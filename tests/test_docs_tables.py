@@ -217,7 +217,8 @@ def test_bf16_blocks_read_their_own_folder(tmp_path):
         "threads": 1, "repeats": 7, "score": "tag_acc", "crf_model": "crf", "baseline_model": "base",
         "baseline_name": "spaCy tagger", "words_per_second": dict(zip(names, [300, 360, 390, 200])),
         "dev_score": dict(zip(names, [94.0, 93.98, 94.0, 93.0])),
-        "changed_share": {"int8": 0.001, "bf16": 0.0001}, "environment": {**ENV, "allocator": "steady"},
+        "changed_share": {"int8": 0.001, "bf16": 0.0001},
+        "environment": {**ENV, "allocator": "steady", "cpu_flags": ["avx512_bf16", "amx_bf16"]},
     })
     rows = [{"crf_model": "default", "words_per_second": {"crf_tagger": 400, "tagger": 250},
              "ratio_median": 1.6, "ratios": [1.6, 1.5]},
@@ -230,6 +231,7 @@ def test_bf16_blocks_read_their_own_folder(tmp_path):
     assert "<!-- table:quantize:start -->\nkept\n<!-- table:quantize:end -->" in performance
     assert "| crf_tagger bf16 | 390 | 1.95x | 94.00 |" in performance
     assert performance.count("malloc: steady") == 1  # only the record measured so
+    assert "Some CPU (2 logical CPUs; avx512_bf16, amx_bf16)" in performance
     assert "bf16 against float32: 1.30x the words/s, +0.00 dev tag_acc, 0.01% of the tokens" in performance
     assert "| default | 400 | 250 | 1.60x | 1.60, 1.50 |" in performance
     assert "| default, quantize bf16 | 500 | 250 | 2.00x | 2.00, 1.90 |" in performance

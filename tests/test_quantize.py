@@ -64,18 +64,28 @@ def test_overfits_and_predicts_through_a_reduced_copy(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_copy_follows_every_change_of_the_weights(mode):
+    from thinc.api import Adam
+
     nlp = make_nlp(quantize=mode)
     examples = make_examples(nlp)
-    optimizer = nlp.initialize(get_examples=lambda: examples)
+    optimizer = nlp.initialize(get_examples=lambda: examples, sgd=Adam(0.001, use_averages=True))
     before = emissions(nlp)
     nlp.update(examples, sgd=optimizer)
     assert not torch.allclose(emissions(nlp), before)  # an update remakes it
     assert_close_to_float32(nlp)
     for _ in range(3):
         nlp.update(examples, sgd=optimizer)
+    shim = crf_shim(nlp.get_pipe("crf_tagger").model)
+    trained = emissions(nlp)  # a copy of the trained weights
+    assert optimizer.averages  # so that use_params below swaps weights
     with nlp.use_params(optimizer.averages):  # averaged weights, as spacy train evaluates
+        assert shim._inference_copy is None  # the averages get a copy of their own
+        averaged = emissions(nlp)
+        assert not torch.allclose(averaged, trained)
         assert_close_to_float32(nlp)
-    assert_close_to_float32(nlp)  # and the trained weights after
+    assert shim._inference_copy is None  # and the trained weights again after
+    assert torch.equal(emissions(nlp), trained)
+    assert_close_to_float32(nlp)
 
 
 @pytest.mark.parametrize("mode", MODES)
