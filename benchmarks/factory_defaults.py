@@ -14,6 +14,7 @@ has a row per mode (`rows`). Prints a JSON line; the accuracy of the defaults
 needs training: see configs/cpu.cfg, which uses the same network.
 """
 import argparse
+import pickle
 import statistics
 from pathlib import Path
 
@@ -23,15 +24,7 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import (
-    add_allocator_argument,
-    environment,
-    in_turn,
-    report,
-    unannotated_docs,
-    use_allocator,
-    words_per_second,
-)
+from .common import add_allocator_argument, environment, pipe_rates_in_turn, report, unannotated_docs, use_allocator
 
 LEGACY_MODEL = """
 [model]
@@ -87,13 +80,10 @@ def main() -> None:
     docs = unannotated_docs(crf, args.dev)
     modes = list(dict.fromkeys(args.quantize))
     names = {mode: args.crf_model if mode == "none" else f"{args.crf_model}, quantize {mode}" for mode in modes}
-
-    def measure(name: str) -> float:
-        if name != "tagger":  # one network, its quantize switched (each pass warms up first)
-            crf.get_pipe("crf_tagger").quantize = name
-        return words_per_second(crf if name != "tagger" else base, docs, repeats=1, batch_size=256)[0]
-
-    rates = in_turn([*modes, "tagger"], args.repeats, measure, warmup=1)
+    pipelines = {mode: pickle.loads(pickle.dumps(crf)) for mode in modes}  # the same weights, one per mode
+    for mode, nlp in pipelines.items():
+        nlp.get_pipe("crf_tagger").quantize = mode
+    rates = pipe_rates_in_turn({**pipelines, "tagger": base}, docs, args.repeats)
     rows = []
     for mode in modes:
         ratios = [c / t for c, t in zip(rates[mode], rates["tagger"])]

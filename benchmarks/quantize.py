@@ -67,9 +67,8 @@ def main(argv: List[str] = None) -> None:
         for name, mode in [("crf_tagger", "none"), *((f"crf_tagger {m}", m) for m in args.modes)]
     }
     pipelines[args.baseline_name] = spacy.load(args.baseline_model)
-    systems = list(pipelines)
     docs = unannotated_docs(pipelines["crf_tagger"], args.dev)
-    rates = pipe_rates_in_turn({name: pipelines[name] for name in systems}, docs, args.repeats)
+    rates = pipe_rates_in_turn(pipelines, docs, args.repeats)
     medians = {name: statistics.median(values) for name, values in rates.items()}
     result = {
         "threads": args.threads,

@@ -156,7 +156,6 @@ class BiLSTMCRF(nn.Module):
             scores = constrain(scores, self.allowed_transitions, self.allowed_start, self.allowed_end)
         return scores
 
-
     def _emit(self, hidden: torch.Tensor) -> torch.Tensor:
         """The emission scores of the hidden states, float32."""
         if self.compute_dtype is None:

@@ -223,7 +223,9 @@ def _viterbi(
         return emissions[:, t] if order is None else emissions[:, t].index_select(0, order[:n])
 
     last = start + emitted(0, B)  # shape: (n, K), the scores after the last step of the rows running
-    score = last.clone()  # compact: each row's scores after its own last step, kept as rows end
+    # compact: each row's scores after its own last step, written when it ends
+    # (or after the loop, for the rows still running then)
+    score = torch.empty_like(last) if running is not None else None
     leaving = [None]  # leaving[t]: the scores after step t - 1 plus `leave`, rows running at t
     running_before = B
     for t in range(1, T):
