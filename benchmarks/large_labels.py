@@ -8,15 +8,16 @@ the UPOS tags of morphological bundles; spacy_crf.nn.factored).
         [--length 40] [--repeats 5] [--threads 1] [--nbest-max-labels 1000]
         [--transitions full factored] [--classes 17]
         [--operations viterbi log_z_fwd_bwd marginals nbest_5 bilstm_forward]
-        [--device cpu|cuda] [--kernels auto|torch] [--output metrics/speed/large_labels.json]
+        [--device cpu|cuda] [--kernels auto|torch|numba] [--output metrics/speed/large_labels.json]
 
 Each operation runs in a fresh process (so that its peak memory is its own:
 `peak_mb` is the process's peak resident memory, or on a GPU torch's peak
 allocated device memory, less the peak before the operation), on random scores
 of `--batch` sequences of 1 to `--length` tokens (the first one `--length`),
 through spacy_crf.nn.dispatch as the pipeline calls it (`--kernels auto`): at
-these label counts that is torch's code, except Viterbi of a factored matrix
-on a GPU, which the fused kernel of spacy_crf.nn.triton_factored runs;
+these label counts that is torch's code, except Viterbi, which Numba's fused
+loops run on the CPU (spacy_crf.nn.numba_viterbi) and the fused kernel of
+spacy_crf.nn.triton_factored runs for a factored matrix on a GPU;
 `--kernels torch` times the torch code there too. On a GPU the times are
 medians of CUDA-event timed runs.
 """
@@ -118,8 +119,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--operations", nargs="+", default=OPERATIONS, choices=OPERATIONS,
                         help="the operations to time (the table's Viterbi share needs viterbi and bilstm_forward)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the scores live")
-    parser.add_argument("--kernels", default="auto", choices=["auto", "torch"],
-                        help="spacy_crf.nn.dispatch's choice (auto), or torch's code wherever a kernel would run")
+    parser.add_argument("--kernels", default="auto", choices=["auto", "torch", "numba"],
+                        help="spacy_crf.nn.dispatch's choice (auto; numba is the same), or torch's code wherever a kernel would run")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--one", nargs=3, metavar=("OPERATION", "LABELS", "TRANSITIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

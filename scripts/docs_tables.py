@@ -130,6 +130,31 @@ def kernels(root: Path) -> Optional[str]:
     return "\n".join(lines)
 
 
+def cpu_viterbi(root: Path) -> Optional[str]:
+    """metrics/speed/cpu_viterbi*.json: `python -m benchmarks.cpu_viterbi ...`."""
+    records = [load(path) for path in sorted((root / "metrics" / "speed").glob("cpu_viterbi*.json"))]
+    records = [r for r in records if r]
+    if not records:
+        return None
+    first = records[0]
+    lines = [
+        f"{environment_line(*records)} {first['threads']} thread(s); decoding: medians of {first['repeats']}; "
+        f"`nlp.pipe` (batch 256): the two in turn, medians of {first['repeats']} rounds.",
+        "",
+        "| pipeline | quantize | (B, T, K), transitions | same paths / scores | Viterbi, torch | Viterbi, Numba | speed-up "
+        "| nlp.pipe words/s, torch | nlp.pipe words/s, Numba | ratio | tokens labelled differently |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in (row for record in records for row in record["rows"]):
+        ms, rate = r["decode_ms"], r["words_per_second"]
+        lines.append(
+            f"| `{r['model']}` | {r['quantize']} | {tuple(r['shape'])}, {r['transitions']} | {r['same_paths']} / {r['same_scores']} "
+            f"| {ms['torch']:.1f} ms | {ms['numba']:.1f} ms | {ms['torch'] / ms['numba']:.1f}x | {rate['torch']:,.0f} "
+            f"| {rate['numba']:,.0f} | {rate['numba'] / rate['torch']:.2f}x | {r['tokens_labelled_differently']:.2%} |"
+        )
+    return "\n".join(lines)
+
+
 def factory_defaults(root: Path, folder: str = "speed") -> Optional[str]:
     """metrics/FOLDER/factory_defaults*.json: `python -m benchmarks.factory_defaults ...`."""
     paths = sorted((root / "metrics" / folder).glob("factory_defaults*.json"))
@@ -208,14 +233,30 @@ def decoding(root: Path) -> Optional[str]:
     return "\n".join(lines)
 
 
-def large_labels(root: Path) -> Optional[str]:
-    record = load(root / "metrics" / "speed" / "large_labels.json")
+def large_labels(root: Path, name: str = "large_labels.json") -> Optional[str]:
+    record = load(root / "metrics" / "speed" / name)
     if record is None:
         return None
     head = (f"{environment_line(record)} {record['batch']} sequences of up to {record['length']} tokens, "
             f"{record['threads']} thread(s), medians of {record['repeats']}; each cell: time, and the peak memory "
             "the operation added to a fresh process.")
     return head + "\n\n" + large_labels_table(record["rows"])
+
+
+def large_labels_numba(root: Path) -> Optional[str]:
+    """metrics/speed/large_labels_numba_baseline.json (`--kernels torch`) and
+    large_labels_numba.json (the code the pipeline runs: Numba's Viterbi), one
+    table each, measured one after the other."""
+    speed = root / "metrics" / "speed"
+    runs = [load(speed / name) for name in ("large_labels_numba_baseline.json", "large_labels_numba.json")]
+    if any(run is None for run in runs):
+        return None
+    first = runs[0]
+    head = (f"{environment_line(*runs)} {first['batch']} sequences of up to {first['length']} tokens, "
+            f"{first['threads']} thread(s), medians of {first['repeats']}; each cell: time, and the peak memory "
+            "the operation added to a fresh process (with Numba, that includes loading Numba and its compiled code).")
+    return (head + "\n\ntorch's code (`--kernels torch`):\n\n" + large_labels_table(runs[0]["rows"])
+            + "\n\nThe code the pipeline runs (`--kernels auto`: Numba's Viterbi):\n\n" + large_labels_table(runs[1]["rows"]))
 
 
 def large_labels_gpu(root: Path) -> Optional[str]:
@@ -554,6 +595,7 @@ def probability_overhead(root: Path) -> Optional[str]:
 
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
+    "large-labels-numba": large_labels_numba,
     "time-to-accuracy": time_to_accuracy,
     "schedule-seeds": schedule_seeds,
     "quantize": quantize,
@@ -567,6 +609,9 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "factory-defaults-steady": functools.partial(factory_defaults, folder="speed/steady"),
     "peers-steady": functools.partial(peers, folder="speed/steady"),
     "predict-stages-modes": functools.partial(predict_stages, folder="speed/cpu_stages"),
+    # with the Numba Viterbi (`--allocator steady`)
+    "quantize-numba": functools.partial(quantize, folder="speed/numba"),
+    "factory-defaults-numba": functools.partial(factory_defaults, folder="speed/numba"),
     "embedding": embedding,
     "peers": peers,
     "entity-probabilities": entity_probabilities,
@@ -586,6 +631,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "pipeline-speed": pipeline_speed,
     "contention": contention,
     "kernels": kernels,
+    "cpu-viterbi": cpu_viterbi,
     "factory-defaults": factory_defaults,
     "pipeline-compare": pipeline_compare,
 }

@@ -383,3 +383,32 @@ def test_the_allocator_setting_is_checked_and_recorded():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == ("steady" if sys.platform == "linux" else "default") and lines[1].startswith("refused")
+
+
+def test_cpu_viterbi_times_torch_and_numba_on_a_pipelines_scores(corpus, tmp_path):
+    """Both decoders on the same scores: identical paths, no label changed, both timed."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from benchmarks.cpu_viterbi import main as cpu_viterbi
+
+    from .helpers import SMALL_MODEL, make_nlp
+
+    docs = list(DocBin().from_disk(corpus).get_docs(spacy.blank("en").vocab))
+    nlp = make_nlp(SMALL_MODEL)
+    examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+    optimizer = nlp.initialize(get_examples=lambda: examples)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp_path / "crf")
+    output = tmp_path / "cpu_viterbi.json"
+    saved = os.environ.get("SPACY_CRF_KERNELS")
+    cpu_viterbi([str(tmp_path / "crf"), str(corpus), "--repeats", "1", "--output", str(output)])
+    assert os.environ.get("SPACY_CRF_KERNELS") == saved  # restored
+    (row,) = json.loads(output.read_text())["rows"]
+    assert row["same_paths"] and row["same_scores"] and row["tokens_labelled_differently"] == 0.0
+    assert row["transitions"] == "full" and row["n_words"] == sum(len(d) for d in docs)
+    assert all(row["decode_ms"][code] > 0 and row["words_per_second"][code] > 0 for code in ("torch", "numba"))
+    with pytest.raises(SystemExit):
+        cpu_viterbi([str(tmp_path / "crf")])  # not in pairs

@@ -236,3 +236,21 @@ def test_bf16_blocks_read_their_own_folder(tmp_path):
     assert "| default | 400 | 250 | 1.60x | 1.60, 1.50 |" in performance
     assert "| default, quantize bf16 | 500 | 250 | 2.00x | 2.00, 1.90 |" in performance
     assert main(["--root", str(tmp_path), "--check"]) == 0
+
+
+def test_cpu_viterbi_table(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "performance.md").write_text("<!-- table:cpu-viterbi:start -->\n<!-- table:cpu-viterbi:end -->\n")
+    write(tmp_path / "metrics" / "speed" / "cpu_viterbi.json", {
+        "threads": 1, "repeats": 7, "environment": ENV,
+        "rows": [{"model": "training/cpu/model-best", "corpus": "dev.spacy", "quantize": "none",
+                  "shape": [201, 315, 49], "n_words": 25147, "transitions": "full", "same_paths": True,
+                  "same_scores": True, "decode_ms": {"torch": 60.0, "numba": 10.0},
+                  "words_per_second": {"torch": 50000, "numba": 55000}, "runs": {},
+                  "tokens_labelled_differently": 0.0}],
+    })
+    assert main(["--root", str(tmp_path)]) == 0
+    performance = (tmp_path / "docs" / "performance.md").read_text()
+    assert ("| `training/cpu/model-best` | none | (201, 315, 49), full | True / True | 60.0 ms | 10.0 ms | 6.0x "
+            "| 50,000 | 55,000 | 1.10x | 0.00% |") in performance
+    assert "medians of 7 rounds" in performance

@@ -280,7 +280,7 @@ def test_the_switch_picks_kernels_or_torch():
     for unsupported in (cpu.double(), torch.zeros(2, 3, 129), torch.zeros(2, 0, 4), torch.zeros(0, 3, 4), torch.zeros(2, 3, 4, device="meta")):
         assert not dispatch.use_kernels(unsupported, kernels="triton")
     scores = CRFScores(cpu, torch.ones(2, 3, dtype=torch.bool), torch.zeros(4, 4), torch.zeros(4), torch.zeros(4))
-    with pytest.raises(ValueError, match=r"kernels must be one of auto, torch, triton, got 'cuda'"):
+    with pytest.raises(ValueError, match=r"kernels must be one of auto, torch, triton, numba, got 'cuda'"):
         log_partition(scores, kernels="cuda")
 
 
@@ -300,7 +300,7 @@ def test_the_environment_variable_is_the_default(monkeypatch):
     viterbi_decode(scores, kernels="torch")  # the argument wins
     assert len(calls) == 1
     monkeypatch.setenv("SPACY_CRF_KERNELS", "cuda")
-    with pytest.raises(ValueError, match=r"SPACY_CRF_KERNELS must be one of auto, torch, triton, got 'cuda'"):
+    with pytest.raises(ValueError, match=r"SPACY_CRF_KERNELS must be one of auto, torch, triton, numba, got 'cuda'"):
         viterbi_decode(scores)
 
 

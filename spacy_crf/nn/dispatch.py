@@ -1,4 +1,4 @@
-"""Which code runs the CRF: the fused Triton kernels or the torch reference.
+"""Which code runs the CRF: the fused Triton kernels, the Numba Viterbi or the torch reference.
 
 `log_partition`, `negative_log_likelihood`, `viterbi_decode` and `marginals`
 here are crf.py's functions, same arguments, plus a keyword `kernels` that
@@ -8,21 +8,27 @@ runs crf.py, the reference the kernels are tested against. Scores whose
 transitions are class-factored (a `classes` field) that the kernels do not
 take run factored.py's O(K * C) algorithms (any device; `nbest_decode` too),
 except on CUDA, where triton_factored.py's kernels run log Z (and the NLL),
-marginals and Viterbi at any K.
+marginals and Viterbi at any K. On the CPU, `viterbi_decode` runs
+numba_viterbi.py's fused loops (full or factored transitions, float32 or
+float64) where Numba is installed.
 `spacy_crf.nn` exports these functions, so the pipeline's CRF runs the
 kernels on a GPU.
 
-    auto    kernels for CUDA tensors they cover, torch otherwise
+    auto    Triton kernels for CUDA tensors they cover, the Numba Viterbi
+            for CPU tensors (where Numba is installed), torch otherwise
     torch   always the torch code, e.g. to rule the kernels out when debugging
-    triton  the kernels wherever they can run: CUDA tensors, and CPU tensors
-            when Triton's interpreter is on (TRITON_INTERPRET=1 before the
-            kernels are first imported), which is how the tests run them on CPU
+    triton  the Triton kernels wherever they can run: CUDA tensors, and CPU
+            tensors when Triton's interpreter is on (TRITON_INTERPRET=1 before
+            the kernels are first imported), which is how the tests run them
+            on CPU
+    numba   as auto (for naming the Numba Viterbi in tests and benchmarks)
 
 kernels=None (the default) takes the environment variable SPACY_CRF_KERNELS,
 read at every call and "auto" when unset: the switch for code that does not
 pass `kernels`, e.g. `SPACY_CRF_KERNELS=torch spacy train ...`.
 
-Pure torch, no spaCy; Triton is imported only when a kernel is about to run.
+Pure torch, no spaCy; Triton and Numba are imported only when a kernel is
+about to run.
 """
 import importlib.util
 import os
@@ -35,7 +41,7 @@ import torch
 from . import crf, factored
 from .crf import CRFScores
 
-MODES = ("auto", "torch", "triton")
+MODES = ("auto", "torch", "triton", "numba")
 # triton_crf.MAX_LABELS, known here without importing Triton
 KERNEL_MAX_LABELS = 128
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -78,6 +84,27 @@ def _factored_kernels() -> Optional[ModuleType]:
     return triton_factored
 
 
+@lru_cache(maxsize=1)
+def _numba_viterbi() -> Optional[ModuleType]:
+    """The Numba Viterbi's module, or None where Numba is not installed."""
+    if importlib.util.find_spec("numba") is None:
+        return None
+    from . import numba_viterbi
+
+    return numba_viterbi
+
+
+def use_numba(emissions: torch.Tensor, *, kernels: Optional[str] = None) -> bool:
+    """Whether the Numba Viterbi should decode this batch: CPU tensors, mode
+    "auto" or "numba", Numba installed."""
+    return (
+        kernel_mode(kernels) in ("auto", "numba")
+        and emissions.device.type == "cpu"
+        and emissions.dim() == 3
+        and _numba_viterbi() is not None
+    )
+
+
 def use_kernels(
     emissions: torch.Tensor, *, kernels: Optional[str] = None, max_labels: Optional[int] = KERNEL_MAX_LABELS
 ) -> bool:
@@ -105,7 +132,7 @@ def use_kernels(
 def log_partition(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tensor:
     """crf.log_partition, by the kernels where `use_kernels` says so.
 
-    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    kernels (Optional[str]): "auto", "torch", "triton" or "numba"; None for SPACY_CRF_KERNELS.
     RETURNS (Tensor): (B,) log Z, with its gradient.
     """
     if use_kernels(scores.emissions, kernels=kernels):
@@ -123,7 +150,7 @@ def negative_log_likelihood(
     """crf.negative_log_likelihood, by the kernels where `use_kernels` says so.
 
     allowed (Tensor): (B, T, K) bool, the labels each token may take.
-    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    kernels (Optional[str]): "auto", "torch", "triton" or "numba"; None for SPACY_CRF_KERNELS.
     RETURNS (Tensor): (B,) non-negative NLL, with its gradient.
     """
     if use_kernels(scores.emissions, kernels=kernels):
@@ -142,11 +169,14 @@ def viterbi_decode(
 
     compact (Optional[bool]): crf.viterbi_decode's loop layout; the kernels
         do not need it.
-    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    kernels (Optional[str]): "auto", "torch", "triton" or "numba"; None for
+        SPACY_CRF_KERNELS.
     RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and their scores (B,).
     """
     if use_kernels(scores.emissions, kernels=kernels):
         return _kernels().viterbi_decode(scores)
+    if use_numba(scores.emissions, kernels=kernels):
+        return _numba_viterbi().viterbi_decode(scores)
     if scores.classes is not None:
         if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
             return _factored_kernels().viterbi_decode(scores)
@@ -157,7 +187,7 @@ def viterbi_decode(
 def marginals(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tensor:
     """crf.marginals, by the kernels where `use_kernels` says so.
 
-    kernels (Optional[str]): "auto", "torch" or "triton"; None for SPACY_CRF_KERNELS.
+    kernels (Optional[str]): "auto", "torch", "triton" or "numba"; None for SPACY_CRF_KERNELS.
     RETURNS (Tensor): (B, T, K) label probabilities; padded rows are 0.
     """
     if use_kernels(scores.emissions, kernels=kernels):

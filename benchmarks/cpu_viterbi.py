@@ -1,0 +1,105 @@
+"""The CPU Viterbi: torch's code against Numba's fused loops
+(spacy_crf.nn.numba_viterbi), on the CRF scores of trained pipelines.
+
+    python -m benchmarks.cpu_viterbi MODEL DEV.spacy [MODEL DEV.spacy ...] \\
+        [--quantize none|int8|bf16] [--repeats 7] [--threads 1] [--allocator steady] \\
+        [--output metrics/speed/cpu_viterbi.json]
+
+For each pipeline and its dev corpus:
+1. the scores of one batch of every dev doc (the model's `predict`), decoded
+   by torch's code (`SPACY_CRF_KERNELS=torch`) and by Numba's loops in turn:
+   median ms, and whether the paths and their scores are identical;
+2. `nlp.pipe` words/s (batch 256) with each, in turn, medians of the rounds,
+   and the share of tokens labelled differently.
+"""
+import argparse
+import os
+import statistics
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import spacy
+import torch
+
+from spacy_crf.nn import dispatch
+
+from .common import add_allocator_argument, in_turn, median_ms, unannotated_docs, use_allocator, words_per_second, write_json
+
+CODES = {"torch": "torch", "numba": "numba"}  # name -> SPACY_CRF_KERNELS
+
+
+def labels(nlp, docs) -> List[str]:
+    """Every token's label as the component writes it (tag, POS and morph)."""
+    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe(d.copy() for d in docs) for t in doc]
+
+
+def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
+    nlp = spacy.load(model, config={"components": {"crf_tagger": {"quantize": quantize}}})
+    docs = unannotated_docs(nlp, corpus)
+    batch = nlp.get_pipe("crf_tagger").model.predict(docs)
+    scores = batch.scores
+    results = {code: dispatch.viterbi_decode(scores, kernels=code) for code in CODES}
+    torch_paths, torch_best = results["torch"]
+    numba_paths, numba_best = results["numba"]
+    decode_ms = {code: round(median_ms(lambda: dispatch.viterbi_decode(scores, kernels=code), repeats), 2)
+                 for code in CODES}
+
+    def rate(code: str) -> float:
+        os.environ["SPACY_CRF_KERNELS"] = CODES[code]
+        return words_per_second(nlp, docs, repeats=1, batch_size=256)[0]
+
+    saved = os.environ.get("SPACY_CRF_KERNELS")
+    try:
+        rates = in_turn(CODES, repeats, rate, warmup=1)
+        outputs = {}
+        for code in CODES:
+            os.environ["SPACY_CRF_KERNELS"] = code
+            outputs[code] = labels(nlp, docs)
+    finally:
+        if saved is None:
+            os.environ.pop("SPACY_CRF_KERNELS", None)
+        else:
+            os.environ["SPACY_CRF_KERNELS"] = saved
+    differ = sum(a != b for a, b in zip(outputs["torch"], outputs["numba"]))
+    B, T, K = scores.emissions.shape
+    return {
+        "model": model,
+        "corpus": corpus,
+        "quantize": quantize,
+        "shape": [B, T, K],
+        "n_words": int(scores.mask.sum()),
+        "transitions": "factored" if scores.classes is not None else "full",
+        "same_paths": bool(torch.equal(torch_paths, numba_paths)),
+        "same_scores": bool(torch.equal(torch_best, numba_best)),
+        "decode_ms": decode_ms,
+        "words_per_second": {code: round(statistics.median(values), 1) for code, values in rates.items()},
+        "runs": {code: [round(v, 1) for v in values] for code, values in rates.items()},
+        "tokens_labelled_differently": differ / max(1, len(outputs["torch"])),
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pairs", nargs="+", metavar="MODEL DEV.spacy", help="pipelines and their dev corpora, in pairs")
+    parser.add_argument("--quantize", default="none", choices=["none", "int8", "bf16"])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1)
+    add_allocator_argument(parser)
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    if len(args.pairs) % 2:
+        parser.error("give MODEL DEV.spacy in pairs")
+    torch.set_num_threads(args.threads)
+    use_allocator(args.allocator)
+    rows = [measure(model, corpus, args.quantize, args.repeats)
+            for model, corpus in zip(args.pairs[::2], args.pairs[1::2])]
+    result = {"threads": args.threads, "repeats": args.repeats, "rows": rows}
+    for row in rows:
+        print(f"{row['model']} {tuple(row['shape'])} {row['transitions']}: decode torch {row['decode_ms']['torch']} ms, "
+              f"numba {row['decode_ms']['numba']} ms; nlp.pipe {row['words_per_second']}; "
+              f"same paths {row['same_paths']}, differ {row['tokens_labelled_differently']:.4%}")
+    write_json(result, args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""The Numba CPU Viterbi (spacy_crf.nn.numba_viterbi) against brute-force
+enumeration and against the torch code on the same scores: full and
+factored transitions, float32 and float64, lengths 0 and 1, padding,
+constraints, ties, and what dispatch picks."""
+import pytest
+import torch
+
+from spacy_crf.nn import NEG_INF, crf, dispatch, factored
+from spacy_crf.nn.crf import CRFScores
+
+from .helpers import all_paths, brute_score
+from .test_factored import CASES, factored_batch
+
+numba_viterbi = pytest.importorskip("spacy_crf.nn.numba_viterbi", exc_type=ImportError)
+
+FULL_CASES = [
+    # seed, lengths, K
+    (0, [1], 1),
+    (1, [1], 3),
+    (2, [5], 2),
+    (3, [3, 1, 5, 2], 3),
+    (4, [2, 0, 3], 4),
+    (5, [4, 5, 3, 2, 1], 3),
+    (6, [0, 0], 2),
+]
+
+
+def full_batch(seed, lengths, K, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    B, T = len(lengths), max(max(lengths), 1)
+    return CRFScores(
+        torch.randn(B, T, K, generator=gen, dtype=dtype) * 2,
+        torch.arange(T) < torch.tensor(lengths)[:, None],
+        torch.randn(K, K, generator=gen, dtype=dtype) * 1.5,
+        torch.randn(K, generator=gen, dtype=dtype),
+        torch.randn(K, generator=gen, dtype=dtype),
+        None,
+    )
+
+
+def check_against_brute_force(scores, lengths, paths, best):
+    K = scores.emissions.shape[2]
+    assert paths.shape == scores.mask.shape and paths.dtype == torch.long
+    for b, length in enumerate(lengths):
+        if not length:
+            assert float(best[b]) == 0.0
+            continue
+        expected = max(brute_score(scores, b, path) for path in all_paths(length, K))
+        assert float(best[b]) == pytest.approx(expected, abs=1e-9)
+        assert brute_score(scores, b, paths[b, :length].tolist()) == pytest.approx(expected, abs=1e-9)
+        # padded steps repeat the last real label, as in the torch code
+        assert (paths[b, length:] == paths[b, length - 1]).all()
+
+
+@pytest.mark.parametrize("seed,lengths,K", FULL_CASES)
+def test_full_viterbi_equals_brute_force_and_torch(seed, lengths, K):
+    scores = full_batch(seed, lengths, K)
+    paths, best = numba_viterbi.viterbi_decode(scores)
+    check_against_brute_force(scores, lengths, paths, best)
+    reference, reference_best = crf.viterbi_decode(scores)
+    assert torch.equal(paths, reference)
+    assert torch.allclose(best, reference_best, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed,lengths,classes", CASES)
+def test_factored_viterbi_equals_brute_force_and_torch(seed, lengths, classes):
+    scores, _ = factored_batch(seed, lengths, classes)
+    paths, best = numba_viterbi.viterbi_decode(scores)
+    check_against_brute_force(scores, lengths, paths, best)
+    reference, reference_best = factored.viterbi_decode(scores)
+    assert torch.equal(paths, reference)
+    assert torch.allclose(best, reference_best, atol=1e-12)
+
+
+@pytest.mark.parametrize("factor", [False, True])
+def test_float32_is_bit_for_bit_the_torch_code(factor):
+    """Same float32 sums in the same order: the same paths and scores exactly."""
+    gen = torch.Generator().manual_seed(11)
+    if factor:
+        classes = [int(c) for c in torch.randint(0, 7, (60,), generator=gen)]
+        classes[:7] = range(7)
+        scores, _ = factored_batch(12, [30, 1, 0, 17, 29], classes, dtype=torch.float32)
+        reference = factored.viterbi_decode(scores)
+    else:
+        scores = full_batch(12, [30, 1, 0, 17, 29], 40, dtype=torch.float32)
+        reference = crf.viterbi_decode(scores)
+    paths, best = numba_viterbi.viterbi_decode(scores)
+    assert best.dtype == torch.float32
+    assert torch.equal(paths, reference[0])
+    assert torch.equal(best, reference[1])
+
+
+@pytest.mark.parametrize("factor", [False, True])
+def test_ties_pick_the_torch_codes_labels(factor):
+    """Integer scores make many paths tie: the first maximal label, as torch's argmax."""
+    for seed in range(40):
+        gen = torch.Generator().manual_seed(seed)
+        lengths, K = [5, 0, 1, 3], 6
+        emissions = torch.randint(-2, 3, (4, 5, K), generator=gen).float()
+        mask = torch.arange(5) < torch.tensor(lengths)[:, None]
+        start, end = torch.randint(-1, 2, (K,), generator=gen).float(), torch.zeros(K)
+        if factor:
+            classes = torch.tensor([0, 1, 1, 2, 0, 2])
+            pair, leave, enter = (torch.randint(-1, 2, shape, generator=gen).float() for shape in [(3, 3), (K,), (K,)])
+            scores = CRFScores(emissions, mask, factored.factored_transitions(pair, leave, enter, classes), start, end, classes)
+            reference = factored.viterbi_decode(scores)
+        else:
+            transitions = torch.randint(-1, 2, (K, K), generator=gen).float()
+            scores = CRFScores(emissions, mask, transitions, start, end, None)
+            reference = crf.viterbi_decode(scores)
+        paths, best = numba_viterbi.viterbi_decode(scores)
+        assert torch.equal(paths, reference[0]), seed
+        assert torch.equal(best, reference[1]), seed
+
+
+def test_constraints_are_kept():
+    """Forbidden moves (NEG_INF) are never taken where an allowed path exists."""
+    scores = full_batch(3, [5, 4, 1], 3)
+    allowed = torch.tensor([[True, True, False], [True, True, True], [False, True, True]])
+    scores = scores._replace(transitions=scores.transitions.masked_fill(~allowed, NEG_INF))
+    paths, best = numba_viterbi.viterbi_decode(scores)
+    check_against_brute_force(scores, [5, 4, 1], paths, best)
+    for row, length in zip(paths.tolist(), [5, 4, 1]):
+        assert all(allowed[i, j] for i, j in zip(row[: length - 1], row[1:length]))
+
+
+def test_empty_batch_and_no_steps():
+    for B, T in [(0, 3), (2, 0), (0, 0)]:
+        scores = CRFScores(torch.zeros(B, T, 3), torch.zeros(B, T, dtype=torch.bool), torch.zeros(3, 3),
+                           torch.zeros(3), torch.zeros(3), None)
+        paths, best = numba_viterbi.viterbi_decode(scores)
+        assert paths.shape == (B, T) and best.shape == (B,)
+
+
+def test_dispatch_decodes_cpu_batches_with_numba(monkeypatch):
+    """auto (and numba) run the Numba Viterbi on the CPU, torch the torch code;
+    the paths agree; SPACY_CRF_KERNELS=numba is accepted."""
+    scores = full_batch(5, [4, 5, 3, 2, 1], 3, dtype=torch.float32)
+    calls = []
+    original = numba_viterbi.viterbi_decode
+    monkeypatch.setattr(numba_viterbi, "viterbi_decode", lambda s: calls.append(1) or original(s))
+    for mode in ("auto", "numba"):
+        paths, _ = dispatch.viterbi_decode(scores, kernels=mode)
+        assert torch.equal(paths, crf.viterbi_decode(scores)[0])
+    assert len(calls) == 2
+    dispatch.viterbi_decode(scores, kernels="torch")
+    assert len(calls) == 2
+    monkeypatch.setenv("SPACY_CRF_KERNELS", "numba")
+    assert dispatch.kernel_mode() == "numba"
+    dispatch.viterbi_decode(scores)
+    assert len(calls) == 3
+
+
+def test_without_numba_the_torch_code_decodes(monkeypatch):
+    """Where Numba is not installed, auto falls back to the torch code."""
+    monkeypatch.setattr(dispatch, "_numba_viterbi", lambda: None)
+    scores = full_batch(5, [4, 5, 3, 2, 1], 3, dtype=torch.float32)
+    assert not dispatch.use_numba(scores.emissions)
+    paths, _ = dispatch.viterbi_decode(scores)
+    assert torch.equal(paths, crf.viterbi_decode(scores)[0])
