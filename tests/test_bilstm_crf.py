@@ -3,6 +3,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from spacy_crf.nn import CRFScores, PackedScores
 from spacy_crf.nn.bilstm_crf import BiLSTMCRF, packing_rows
 
 
@@ -62,3 +63,35 @@ def test_each_row_scores_as_if_alone():
     for row, n in enumerate(lengths.tolist()):
         alone = network(inputs[row : row + 1, :n], lengths[row : row + 1]).emissions
         assert torch.allclose(batched[row, :n], alone[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("transitions,constrained", [("full", False), ("full", True), ("factored", False)])
+def test_packed_output_pads_to_the_padded_output(transitions, constrained):
+    """packed=True (prediction) holds the same scores: padded() equals the
+    padded output exactly, with empty and one-token rows, constraints and
+    factored transitions."""
+    torch.manual_seed(2)
+    classes = [0, 1, 1, 0] if transitions == "factored" else None
+    network = BiLSTMCRF(6, 4, hidden_width=5, transitions=transitions, classes=classes).eval()
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.normal_()
+    if constrained:
+        allowed = torch.rand(4, 4) > 0.3
+        network.set_constraints(allowed, torch.tensor([True, True, False, True]), torch.ones(4, dtype=torch.bool))
+    inputs, lengths = _batch([4, 1, 6, 0, 2, 6])
+    with torch.no_grad():
+        padded = network(inputs, lengths)
+        packed = network(inputs, lengths, packed=True)
+    assert isinstance(packed, PackedScores) and packed.data.shape == (int(lengths.clamp(min=1).sum()), 4)
+    for ours, theirs in zip(packed.padded(), padded):
+        assert (ours is None and theirs is None) or torch.equal(ours, theirs)
+    assert (packed.classes is None) == (transitions == "full" or constrained)
+
+
+def test_packed_is_not_built_without_a_bilstm_or_rows():
+    with torch.no_grad():
+        plain = BiLSTMCRF(6, 4, depth=0).eval()
+        assert isinstance(plain(*_batch([3, 1]), packed=True), CRFScores)
+        empty = BiLSTMCRF(6, 4, hidden_width=5).eval()
+        assert isinstance(empty(torch.zeros(0, 1, 6), torch.zeros(0, dtype=torch.long), packed=True), CRFScores)

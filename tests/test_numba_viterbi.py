@@ -2,11 +2,13 @@
 enumeration and against the torch code on the same scores: full and
 factored transitions, float32 and float64, lengths 0 and 1, padding,
 constraints, ties, and what dispatch picks."""
+import numpy
 import pytest
 import torch
 
 from spacy_crf.nn import NEG_INF, crf, dispatch, factored
 from spacy_crf.nn.crf import CRFScores
+from spacy_crf.nn.packed import PackedScores, packing_rows
 
 from .helpers import all_paths, brute_score
 from .test_factored import CASES, factored_batch
@@ -158,3 +160,70 @@ def test_without_numba_the_torch_code_decodes(monkeypatch):
     assert not dispatch.use_numba(scores.emissions)
     paths, _ = dispatch.viterbi_decode(scores)
     assert torch.equal(paths, crf.viterbi_decode(scores)[0])
+
+
+def packed_from(scores):
+    """The PackedScores of padded scores, as the network packs them (every
+    row at least one step)."""
+    B, T, K = scores.emissions.shape
+    rows = packing_rows(scores.mask.sum(1).clamp(min=1), T)
+    data = scores.emissions.reshape(B * T, K).index_select(0, rows.flat)
+    return PackedScores(data, rows, scores.mask, scores.transitions, scores.start, scores.end, scores.classes)
+
+
+@pytest.mark.parametrize("factor", [False, True])
+@pytest.mark.parametrize("case", range(7))
+def test_packed_decoding_equals_padded_decoding_and_brute_force(factor, case):
+    """Straight from packed emissions: the paths and scores of the padded
+    scores, bit for bit, and the brute-force best paths."""
+    if factor:
+        seed, lengths, classes = CASES[case]
+        scores, _ = factored_batch(seed, lengths, classes)
+    else:
+        seed, lengths, K = FULL_CASES[case]
+        scores = full_batch(seed, lengths, K)
+    packed = packed_from(scores)
+    padded = packed.padded()
+    paths, best = numba_viterbi.viterbi_decode_packed(packed)
+    reference = numba_viterbi.viterbi_decode(padded)
+    assert torch.equal(paths, reference[0]) and torch.equal(best, reference[1])
+    check_against_brute_force(padded, lengths, paths, best)
+    # through dispatch, with Numba and with torch's code (which pads first)
+    for mode in ("auto", "torch"):
+        via, via_best = dispatch.viterbi_decode_packed(packed, kernels=mode)
+        assert torch.equal(via, paths) and torch.allclose(via_best, best, atol=1e-12)
+
+
+def test_packed_decoding_in_float32_is_the_torch_codes():
+    scores = full_batch(21, [30, 1, 0, 17, 29], 40, dtype=torch.float32)
+    packed = packed_from(scores)
+    paths, best = numba_viterbi.viterbi_decode_packed(packed)
+    reference = crf.viterbi_decode(packed.padded())
+    assert torch.equal(paths, reference[0]) and torch.equal(best, reference[1])
+
+
+def test_the_component_predicts_packed_on_the_cpu_and_decodes_alike(monkeypatch):
+    """model.predict on the CPU keeps the emissions packed; decoding them
+    equals torch's decoding of the padded scores; every other method pads
+    them once and works as before; training never packs."""
+    from .helpers import SMALL_MODEL, make_examples, make_nlp, train
+
+    nlp = make_nlp(SMALL_MODEL)
+    examples = make_examples(nlp)
+    train(nlp, examples, steps=10)
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc(text) for text in ["I like green eggs", "Eat blue ham", "", "ham"]]
+    batch = tagger.model.predict(docs)
+    assert isinstance(batch.raw, PackedScores)
+    assert batch.n_labels == len(tagger.labels)
+    ids = batch.decode()
+    assert isinstance(batch.raw, PackedScores)  # decoding did not pad
+    monkeypatch.setenv("SPACY_CRF_KERNELS", "torch")
+    assert all(a.tolist() == b.tolist() for a, b in zip(ids, tagger.model.predict(docs).decode()))
+    monkeypatch.delenv("SPACY_CRF_KERNELS")
+    marginals = batch.marginals()
+    assert isinstance(batch.raw, CRFScores)  # padded once, then kept
+    assert [m.shape[0] for m in marginals] == [len(doc) for doc in docs]
+    assert all(numpy.allclose(m.sum(1), 1.0, atol=1e-5) for m in marginals)
+    scores, _ = tagger.model.begin_update(docs)
+    assert isinstance(scores.raw, CRFScores)

@@ -6,7 +6,7 @@ builds it once the input width and the number of labels are known (at
 `initialize`, or from a saved model). The layer cuts long docs into chunks and
 returns a `CRFBatch`, which maps the chunks back to docs.
 """
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -17,7 +17,7 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import Floats2d
 
 from ..errors import Errors
-from ..nn import BiLSTMCRF, CRFScores
+from ..nn import BiLSTMCRF, CRFScores, PackedScores
 from ..nn.bilstm_crf import TRANSITIONS
 from .crf_batch import CRFBatch, chunk_lengths
 from .shim import CRFShim
@@ -191,13 +191,17 @@ def _convert_inputs(
     def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
         return ops.unpad(torch2xp(d_inputs.args[0]), lengths)
 
-    return ArgsKwargs(args=(inputs, lengths_cpu), kwargs={}), backprop
+    # prediction on the CPU keeps the emissions packed (CRFBatch decodes them
+    # as they are and pads them only for the other methods)
+    kwargs = {"packed": True} if not is_train and device.type == "cpu" else {}
+    return ArgsKwargs(args=(inputs, lengths_cpu), kwargs=kwargs), backprop
 
 
 def _convert_outputs(
-    model: Model, X_Ytorch: Tuple[List[Floats2d], CRFScores], is_train: bool
-) -> Tuple[CRFScores, Callable[[CRFScores], ArgsKwargs]]:
-    """Hand the torch scores on as they are; route their gradients back."""
+    model: Model, X_Ytorch: Tuple[List[Floats2d], Union[CRFScores, PackedScores]], is_train: bool
+) -> Tuple[Union[CRFScores, PackedScores], Callable[[CRFScores], ArgsKwargs]]:
+    """Hand the torch scores on as they are (packed in prediction on the
+    CPU); route their gradients back."""
     _, scores = X_Ytorch
 
     def backprop(d_scores: CRFScores) -> ArgsKwargs:

@@ -14,7 +14,7 @@ the NLL) the tempered scores, so a temperature never changes a decoded path.
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -30,7 +30,9 @@ from ..nn import (
     nbest_decode,
     span_log_probs,
     viterbi_decode,
+    viterbi_decode_packed,
 )
+from ..nn.packed import PackedScores
 
 # (label ids, log probability) of one path
 Ranked = Tuple[Tuple[int, ...], float]
@@ -147,8 +149,11 @@ def merge_nbest(parts: Sequence[Sequence[Ranked]], k: int) -> List[Ranked]:
 class CRFBatch:
     """CRF scores for a batch of docs, cut into rows.
 
-    scores (CRFScores): (rows, T, K) emissions and mask, with the CRF
-        parameters; in a gradient, the gradients (None where fixed).
+    raw (Union[CRFScores, PackedScores]): the network's output: (rows, T,
+        K) emissions and mask, with the CRF parameters (in a gradient, the
+        gradients, None where fixed); in prediction on the CPU, the emissions
+        may be packed (see `spacy_crf.nn.packed`): `decode` reads them as
+        they are, `scores` pads them at its first use.
     doc_lengths (List[int]): tokens per doc.
     row_lengths (List[int]): tokens per row, the rows of each doc in order
         (an empty doc has one empty row).
@@ -157,14 +162,23 @@ class CRFBatch:
         decoding reads `tempered` (see `temper`); 1.0 is the model's own.
     """
 
-    scores: CRFScores
+    raw: Union[CRFScores, PackedScores]
     doc_lengths: List[int]
     row_lengths: List[int]
     rows_per_doc: List[int]
     temperature: float = 1.0
 
+    @property
+    def scores(self) -> CRFScores:
+        """The scores with padded (rows, T, K) emissions (padded once, if packed)."""
+        if isinstance(self.raw, PackedScores):
+            self.raw = self.raw.padded()
+        return self.raw
+
     @classmethod
-    def from_docs(cls, scores: CRFScores, doc_lengths: Sequence[int], chunk_size: int) -> "CRFBatch":
+    def from_docs(
+        cls, scores: Union[CRFScores, PackedScores], doc_lengths: Sequence[int], chunk_size: int
+    ) -> "CRFBatch":
         """The batch of docs cut by `chunk_lengths(doc_lengths, chunk_size)`."""
         per_doc = [chunk_lengths([n], chunk_size) for n in doc_lengths]
         return cls(scores, list(doc_lengths), [n for rows in per_doc for n in rows], [len(rows) for rows in per_doc])
@@ -199,7 +213,9 @@ class CRFBatch:
 
     @property
     def n_labels(self) -> int:
-        return self.scores.emissions.shape[2]
+        if isinstance(self.raw, PackedScores):
+            return self.raw.n_labels
+        return self.raw.emissions.shape[2]
 
     def split(self, grid: numpy.ndarray) -> List[numpy.ndarray]:
         """Rows of a (rows, T, ...) host array, regrouped per doc in token order."""
@@ -210,10 +226,11 @@ class CRFBatch:
     def to_grid(self, per_doc: Sequence[numpy.ndarray], fill: int = -1) -> torch.Tensor:
         """The inverse of `split` for one int64 value per token: a (rows, T)
         tensor on the scores' device, `fill` at padded steps."""
-        grid = numpy.full(tuple(self.scores.mask.shape), fill, dtype="int64")
+        mask = self.raw.mask
+        grid = numpy.full(tuple(mask.shape), fill, dtype="int64")
         flat = numpy.concatenate(per_doc) if len(per_doc) else numpy.zeros((0,), dtype="int64")
         grid.ravel()[grid_index(self.row_lengths, grid.shape[1])] = flat
-        return torch.from_numpy(grid).to(self.scores.emissions.device)
+        return torch.from_numpy(grid).to(mask.device)
 
     def is_finite(self) -> bool:
         """Whether every score (emissions, transitions, start, end) is finite."""
@@ -222,7 +239,10 @@ class CRFBatch:
 
     def decode(self) -> List[numpy.ndarray]:
         """The Viterbi label ids of each doc (int64, one per token)."""
-        paths, _ = viterbi_decode(self.scores)
+        if isinstance(self.raw, PackedScores):
+            paths, _ = viterbi_decode_packed(self.raw)
+        else:
+            paths, _ = viterbi_decode(self.raw)
         return self.split(paths.cpu().numpy())  # one device-to-host copy
 
     def decode_with_confidence(self) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:

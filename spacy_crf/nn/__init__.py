@@ -14,15 +14,24 @@ from .crf import (
     check_scores,
     path_score,
 )
-from .dispatch import log_partition, marginals, nbest_decode, negative_log_likelihood, viterbi_decode
+from .dispatch import (
+    log_partition,
+    marginals,
+    nbest_decode,
+    negative_log_likelihood,
+    viterbi_decode,
+    viterbi_decode_packed,
+)
 from .factored import factored_transitions
 from .loss import crf_loss
+from .packed import PackedScores
 from .spans import all_span_log_probs, forward_backward, span_log_probs
 
 __all__ = [
     "BiLSTMCRF",
     "CRFScores",
     "NEG_INF",
+    "PackedScores",
     "all_span_log_probs",
     "allowed_from_tags",
     "check_scores",
@@ -37,4 +46,5 @@ __all__ = [
     "path_score",
     "span_log_probs",
     "viterbi_decode",
+    "viterbi_decode_packed",
 ]

@@ -3,15 +3,16 @@
 Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
 transition, start and end parameters); the loss and decoding live in crf.py.
 """
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from .constraints import constrain
+from .constraints import forbid
 from .crf import CRFScores
 from .factored import factored_transitions
+from .packed import PackedScores, packing_rows
 
 TRANSITIONS = ("full", "factored")
 
@@ -117,16 +118,28 @@ class BiLSTMCRF(nn.Module):
             return self.transitions
         return factored_transitions(self.class_transitions, self.leave, self.enter, self.label_classes)
 
-    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> CRFScores:
+    def forward(
+        self, inputs: torch.Tensor, lengths: torch.Tensor, packed: bool = False
+    ) -> Union[CRFScores, PackedScores]:
         """Score a padded batch.
 
         inputs (Tensor): (B, T, n_inputs) token vectors, zero-padded, T >= 1.
         lengths (Tensor): (B,) long on the CPU, the true length of each row.
-        RETURNS (CRFScores): emissions (B, T, K) and the mask built on the
-            inputs' device, with the CRF parameters.
+        packed (bool): leave the emissions packed (PackedScores, see
+            packed.py) where the BiLSTM packs them (depth >= 1, B >= 1), for
+            prediction; CRFScores otherwise.
+        RETURNS (Union[CRFScores, PackedScores]): emissions (B, T, K) (or
+            packed) and the mask built on the inputs' device, with the CRF
+            parameters.
         """
         B, T, _ = inputs.shape
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
+        transitions, start, end, classes = self.transition_scores(), self.start, self.end, self.label_classes
+        if self.allowed_transitions is not None:
+            transitions, start, end = forbid(
+                transitions, start, end, self.allowed_transitions, self.allowed_start, self.allowed_end
+            )
+            classes = None  # the constraints break the factored form
         hidden = self.input_dropout(inputs)
         if self.lstm is None:
             emissions = self._emit(hidden)  # shape: (B, T, K)
@@ -141,55 +154,16 @@ class BiLSTMCRF(nn.Module):
             data = hidden.reshape(B * T, -1).index_select(0, flat)
             if self.compute_dtype is not None:
                 data = data.to(self.compute_dtype)
-            packed = PackedSequence(
+            packed_inputs = PackedSequence(
                 data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
             )
-            output, _ = self.lstm(packed)
-            scores = self._emit(output.data)  # shape: (n_tokens, K)
-            # in place: the out-of-place index_copy would copy all B * T rows
-            # once more (with many labels, hundreds of MB of fresh pages)
-            emissions = scores.new_zeros(B * T, scores.shape[1])
-            emissions.index_copy_(0, flat, scores)
-            emissions = emissions.view(B, T, -1)
-        scores = CRFScores(emissions, mask, self.transition_scores(), self.start, self.end, self.label_classes)
-        if self.allowed_transitions is not None:
-            scores = constrain(scores, self.allowed_transitions, self.allowed_start, self.allowed_end)
-        return scores
+            output, _ = self.lstm(packed_inputs)
+            scores = PackedScores(self._emit(output.data), rows, mask, transitions, start, end, classes)
+            return scores if packed else scores.padded()
+        return CRFScores(emissions, mask, transitions, start, end, classes)
 
     def _emit(self, hidden: torch.Tensor) -> torch.Tensor:
         """The emission scores of the hidden states, float32."""
         if self.compute_dtype is None:
             return self.emission(self.dropout(hidden))
         return self.emission(self.dropout(hidden.to(self.compute_dtype))).float()
-
-
-class PackingRows(NamedTuple):
-    """Where the tokens of a padded (B, T) batch go in a PackedSequence.
-
-    flat: (n_tokens,) index of each packed token in the flattened (B * T)
-        batch, in packed order (time-major, longest row first).
-    batch_sizes: (max_length,) rows still running at each step.
-    sorted_indices: (B,) the rows ordered by decreasing length.
-    """
-
-    flat: torch.Tensor
-    batch_sizes: torch.Tensor
-    sorted_indices: torch.Tensor
-
-
-def packing_rows(lengths: torch.Tensor, T: int) -> PackingRows:
-    """Index a padded batch for packing, on the CPU.
-
-    Gathering and scattering with these indices replaces torch's
-    pack_padded_sequence and pad_packed_sequence (same layout), whose backward
-    passes are slow on long batches.
-    lengths (Tensor): (B,) long on the CPU, each between 1 and T.
-    T (int): the padded length.
-    """
-    sorted_lengths, sorted_indices = torch.sort(lengths, descending=True, stable=True)
-    steps = torch.arange(int(sorted_lengths[0]))
-    batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1)
-    time = torch.repeat_interleave(steps, batch_sizes)
-    step_start = torch.cumsum(batch_sizes, dim=0) - batch_sizes
-    rank = torch.arange(len(time)) - step_start[time]
-    return PackingRows(sorted_indices[rank] * T + time, batch_sizes, sorted_indices)

@@ -2,6 +2,8 @@
 
 Pure torch, no spaCy. The boolean masks come from `spacy_crf.constraints`.
 """
+from typing import Tuple
+
 import torch
 
 from .crf import NEG_INF, CRFScores
@@ -24,14 +26,23 @@ def constrain(
     RETURNS (CRFScores): the same emissions and mask, constrained parameters.
     """
     emissions, mask, transitions, start, end, _ = scores
+    return CRFScores(
+        emissions, mask, *forbid(transitions, start, end, allowed_transitions, allowed_start, allowed_end)
+    )
 
-    def forbid(x: torch.Tensor, ok: torch.Tensor) -> torch.Tensor:
+
+def forbid(
+    transitions: torch.Tensor,
+    start: torch.Tensor,
+    end: torch.Tensor,
+    allowed_transitions: torch.Tensor,
+    allowed_start: torch.Tensor,
+    allowed_end: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`constrain` on the CRF parameters alone: (transitions, start, end)
+    with every forbidden entry NEG_INF."""
+
+    def keep(x: torch.Tensor, ok: torch.Tensor) -> torch.Tensor:
         return torch.where(ok, x, torch.full_like(x, NEG_INF))
 
-    return CRFScores(
-        emissions,
-        mask,
-        forbid(transitions, allowed_transitions),
-        forbid(start, allowed_start),
-        forbid(end, allowed_end),
-    )
+    return keep(transitions, allowed_transitions), keep(start, allowed_start), keep(end, allowed_end)

@@ -40,6 +40,7 @@ import torch
 
 from . import crf, factored
 from .crf import CRFScores
+from .packed import PackedScores
 
 MODES = ("auto", "torch", "triton", "numba")
 # triton_crf.MAX_LABELS, known here without importing Triton
@@ -94,13 +95,16 @@ def _numba_viterbi() -> Optional[ModuleType]:
     return numba_viterbi
 
 
-def use_numba(emissions: torch.Tensor, *, kernels: Optional[str] = None) -> bool:
+def use_numba(emissions: torch.Tensor, *, kernels: Optional[str] = None, dims: int = 3) -> bool:
     """Whether the Numba Viterbi should decode this batch: CPU tensors, mode
-    "auto" or "numba", Numba installed."""
+    "auto" or "numba", Numba installed.
+
+    dims (int): 3 for (B, T, K) emissions, 2 for packed (n_tokens, K) ones.
+    """
     return (
         kernel_mode(kernels) in ("auto", "numba")
         and emissions.device.type == "cpu"
-        and emissions.dim() == 3
+        and emissions.dim() == dims
         and _numba_viterbi() is not None
     )
 
@@ -182,6 +186,20 @@ def viterbi_decode(
             return _factored_kernels().viterbi_decode(scores)
         return factored.viterbi_decode(scores, compact=compact)
     return crf.viterbi_decode(scores, compact=compact)
+
+
+def viterbi_decode_packed(
+    scores: PackedScores, *, kernels: Optional[str] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """`viterbi_decode(scores.padded())`: by the Numba Viterbi straight from
+    the packed emissions where `use_numba` says so (no padded tensor), else
+    padded first.
+
+    RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and their scores (B,).
+    """
+    if use_numba(scores.data, kernels=kernels, dims=2):
+        return _numba_viterbi().viterbi_decode_packed(scores)
+    return viterbi_decode(scores.padded(), kernels=kernels)
 
 
 def marginals(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tensor:

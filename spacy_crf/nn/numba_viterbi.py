@@ -20,14 +20,15 @@ This module imports Numba: dispatch.py imports it only where Numba is
 installed. One thread; the compiled code is cached on disk (`cache=True`),
 so only a process that finds no cache compiles (about a second).
 """
-from typing import Tuple
+from typing import Tuple, Union
 
 import numba
 import numpy
 import torch
 
 from .crf import CRFScores, _compute_dtype, check_scores
-from .factored import check_classes, split
+from .factored import split
+from .packed import PackedScores
 
 
 @torch.no_grad()
@@ -40,24 +41,49 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
         empty row).
     """
     check_scores(scores)
-    emissions, mask = scores.emissions, scores.mask
-    dtype = _compute_dtype(emissions)
+    emissions = scores.emissions
     B, T, K = emissions.shape
+    # row b's step t is row b * T + t of the (B * T, K) emissions
+    rows = emissions.detach().to(_compute_dtype(emissions)).contiguous().view(B * T, K)
+    return _decode(rows, torch.arange(T), torch.arange(B) * T, scores)
+
+
+@torch.no_grad()
+def viterbi_decode_packed(scores: PackedScores) -> Tuple[torch.Tensor, torch.Tensor]:
+    """`viterbi_decode` of `scores.padded()`, straight from the packed
+    emissions (CPU tensors): the same paths and scores, without the padded
+    (B, T, K) tensor."""
+    data = scores.data.detach()
+    rows = data.to(_compute_dtype(data)).contiguous()
+    return _decode(rows, scores.step_starts(), scores.ranks(), scores)
+
+
+def _decode(
+    rows: torch.Tensor, step_starts: torch.Tensor, ranks: torch.Tensor, scores: Union[CRFScores, PackedScores]
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Decode emissions held as rows: row b's step t is rows[step_starts[t] + ranks[b]]."""
+    mask = scores.mask
+    B, T = mask.shape
+    dtype = rows.dtype
     if T == 0 or B == 0:
-        return mask.new_zeros((B, T), dtype=torch.long), emissions.new_zeros(B, dtype=dtype)
-    em = emissions.detach().to(dtype).contiguous().numpy()
+        return mask.new_zeros((B, T), dtype=torch.long), rows.new_zeros(B)
+    em = rows.numpy()
+    where = (step_starts.to(torch.int64).numpy(), ranks.to(torch.int64).numpy())
     lengths = mask.sum(1).numpy()
     start = _host(scores.start, dtype)
     end = _host(scores.end, dtype)
     paths = numpy.empty((B, T), dtype=numpy.int64)
     best = numpy.empty((B,), dtype=em.dtype)
     if scores.classes is None:
-        _full(em, lengths, _host(scores.transitions, dtype), start, end, paths, best)
+        _full(em, *where, lengths, _host(scores.transitions, dtype), start, end, paths, best)
     else:
-        classes = check_classes(scores)
+        classes = scores.classes
+        if classes.dim() != 1 or tuple(classes.shape) != (em.shape[1],) or classes.dtype != torch.long:
+            raise ValueError(f"classes must be a long tensor of shape {(em.shape[1],)}, "
+                             f"got {(classes.dtype, tuple(classes.shape))}")
         leave, pair, enter, _, _ = split(scores.transitions.detach().to(dtype), classes)
         _factored(
-            em, lengths, _host(leave, dtype), _host(pair, dtype), _host(enter, dtype),
+            em, *where, lengths, _host(leave, dtype), _host(pair, dtype), _host(enter, dtype),
             classes.contiguous().numpy(), start, end, paths, best,
         )
     return torch.from_numpy(paths), torch.from_numpy(best)
@@ -82,8 +108,9 @@ def _finish(score, end, best, b, length):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _full(em, lengths, transitions, start, end, paths, best):  # pragma: no cover - compiled
-    B, T, K = em.shape
+def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best):  # pragma: no cover
+    B, T = paths.shape
+    K = em.shape[1]
     score = numpy.empty_like(start)
     candidate = numpy.empty_like(start)
     pointer = numpy.zeros(K, numpy.int64)
@@ -91,8 +118,9 @@ def _full(em, lengths, transitions, start, end, paths, best):  # pragma: no cove
     for b in range(B):
         length = max(lengths[b], 1)  # an empty row is decoded as one step, its score 0
         for j in range(K):
-            score[j] = start[j] + em[b, 0, j]
+            score[j] = start[j] + em[step_starts[0] + ranks[b], j]
         for t in range(1, length):
+            row = step_starts[t] + ranks[b]
             for j in range(K):
                 candidate[j] = -numpy.inf
                 pointer[j] = 0
@@ -104,7 +132,7 @@ def _full(em, lengths, transitions, start, end, paths, best):  # pragma: no cove
                         candidate[j] = v
                         pointer[j] = i
             for j in range(K):
-                score[j] = candidate[j] + em[b, t, j]
+                score[j] = candidate[j] + em[row, j]
                 back[t, j] = pointer[j]
         label = _finish(score, end, best, b, lengths[b])
         for t in range(length - 1, T):
@@ -114,8 +142,9 @@ def _full(em, lengths, transitions, start, end, paths, best):  # pragma: no cove
             paths[b, t - 1] = label
 
 @numba.njit(cache=True, nogil=True)
-def _factored(em, lengths, leave, pair, enter, classes, start, end, paths, best):  # pragma: no cover
-    B, T, K = em.shape
+def _factored(em, step_starts, ranks, lengths, leave, pair, enter, classes, start, end, paths, best):  # pragma: no cover
+    B, T = paths.shape
+    K = em.shape[1]
     C = pair.shape[0]
     score = numpy.empty_like(start)
     in_class = numpy.empty_like(pair[0])  # best score + leave within each class
@@ -125,8 +154,9 @@ def _factored(em, lengths, leave, pair, enter, classes, start, end, paths, best)
     for b in range(B):
         length = max(lengths[b], 1)
         for j in range(K):
-            score[j] = start[j] + em[b, 0, j]
+            score[j] = start[j] + em[step_starts[0] + ranks[b], j]
         for t in range(1, length):
+            row = step_starts[t] + ranks[b]
             for c in range(C):
                 in_class[c] = -numpy.inf
                 first[c] = K
@@ -148,7 +178,7 @@ def _factored(em, lengths, leave, pair, enter, classes, start, end, paths, best)
                 into[c] = m
                 back[t, c] = source
             for j in range(K):
-                score[j] = into[classes[j]] + enter[j] + em[b, t, j]
+                score[j] = into[classes[j]] + enter[j] + em[row, j]
         label = _finish(score, end, best, b, lengths[b])
         for t in range(length - 1, T):
             paths[b, t] = label
