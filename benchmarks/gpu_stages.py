@@ -94,7 +94,7 @@ def main() -> None:
     }
     stages = {
         "tok2vec": lambda: tok2vec.predict(docs),
-        "tok2vec + network": lambda: model.predict(docs).scores,
+        "tok2vec + network": lambda: model.predict(docs).raw,  # packed on the CPU, as predict leaves it
         "decode (Viterbi)": None,
         "predict": lambda: tagger.predict(docs),
         "set_annotations": None,

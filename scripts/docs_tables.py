@@ -144,13 +144,13 @@ def cpu_viterbi(root: Path) -> Optional[str]:
         "",
         "Viterbi alone, on the scores of one batch of every dev doc:",
         "",
-        "| pipeline | (B, T, K), transitions | same paths / scores | torch | Numba | Numba, packed emissions |",
-        "|---|---|---|---|---|---|",
+        "| pipeline | quantize | (B, T, K), transitions | same paths / scores | torch | Numba | Numba, packed emissions |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ms = r["decode_ms"]
         packed = f"{ms['numba, packed']:.1f} ms" if "numba, packed" in ms else "-"
-        lines.append(f"| `{r['model']}` | {tuple(r['shape'])}, {r['transitions']} | {r['same_paths']} / {r['same_scores']} "
+        lines.append(f"| `{r['model']}` | {r['quantize']} | {tuple(r['shape'])}, {r['transitions']} | {r['same_paths']} / {r['same_scores']} "
                      f"| {ms['torch']:.1f} ms | {ms['numba']:.1f} ms ({ms['torch'] / ms['numba']:.1f}x) | {packed} |")
     variants = list(rows[0]["words_per_second"])
     lines += ["", "`nlp.pipe` words/s (quantize: as given), and the share of tokens labelled differently from `torch`:", "",
@@ -620,6 +620,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # with the Numba Viterbi (`--allocator steady`)
     "quantize-numba": functools.partial(quantize, folder="speed/numba"),
     "factory-defaults-numba": functools.partial(factory_defaults, folder="speed/numba"),
+    "peers-numba": functools.partial(peers, folder="speed/numba"),
     "embedding": embedding,
     "peers": peers,
     "entity-probabilities": entity_probabilities,

@@ -251,6 +251,6 @@ def test_cpu_viterbi_table(tmp_path):
     })
     assert main(["--root", str(tmp_path)]) == 0
     performance = (tmp_path / "docs" / "performance.md").read_text()
-    assert "| `training/cpu/model-best` | (201, 315, 49), full | True / True | 60.0 ms | 10.0 ms (6.0x) | 9.0 ms |" in performance
+    assert "| `training/cpu/model-best` | none | (201, 315, 49), full | True / True | 60.0 ms | 10.0 ms (6.0x) | 9.0 ms |" in performance
     assert ("| `training/cpu/model-best` | none | 50,000 | 52,000 (1.04x) | 55,000 (1.10x) | 0.00% |") in performance
     assert "medians of 7 rounds" in performance
