@@ -126,3 +126,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' was given quantize='int8', but torch {version} has no dynamic quantization "
         "(torch.ao.quantization.quantize_dynamic). Use quantize='none', or a torch that has it."
     )
+
+
+class Warnings(metaclass=ErrorsWithCodes):
+    W001 = (
+        "Numba could not set up the CPU Viterbi ({error}); decoding with "
+        "torch's code instead (the same paths, slower). Where the package's "
+        "folder is read-only, set NUMBA_CACHE_DIR to a writable folder."
+    )

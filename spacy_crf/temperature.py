@@ -119,7 +119,8 @@ class GoldScores:
                 chunk = order[start : start + batch_size]
                 scores = DocScores(tagger.model, [docs[i] for i in chunk], window=window)
                 for doc_ids, offset, batch in scores.parts():
-                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
+                    # padded once: every temperature tried reads these scores
+                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch.padded()))
 
     def nll(self, temperature: float) -> float:
         """The gold labels' negative log-likelihood at a temperature, summed

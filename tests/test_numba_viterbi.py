@@ -227,3 +227,75 @@ def test_the_component_predicts_packed_on_the_cpu_and_decodes_alike(monkeypatch)
     assert all(numpy.allclose(m.sum(1), 1.0, atol=1e-5) for m in marginals)
     scores, _ = tagger.model.begin_update(docs)
     assert isinstance(scores.raw, CRFScores)
+
+
+def test_factored_ties_by_rounding_go_back_as_the_torch_code():
+    """Two labels of one class whose scores differ by one ulp tie once the
+    class move is added in float32: torch's backtracking takes the first."""
+    classes = torch.tensor([0, 0, 1])
+    pair = torch.tensor([[0.0, 5.0], [0.0, -50.0]])
+    transitions = factored.factored_transitions(pair, torch.zeros(3), torch.zeros(3), classes)
+    first = torch.tensor(0.001)
+    emissions = torch.tensor([[[float(first), float(torch.nextafter(first, torch.tensor(1.0))), -50.0],
+                               [0.0, 0.0, 0.0]]])
+    scores = CRFScores(emissions, torch.ones(1, 2, dtype=torch.bool), transitions, torch.zeros(3), torch.zeros(3), classes)
+    reference = factored.viterbi_decode(scores)
+    assert reference[0].tolist() == [[0, 2]]
+    for paths, best in (numba_viterbi.viterbi_decode(scores), numba_viterbi.viterbi_decode_packed(packed_from(scores))):
+        assert torch.equal(paths, reference[0]) and torch.equal(best, reference[1])
+
+
+@pytest.mark.parametrize("factor", [False, True])
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf")])
+def test_non_finite_scores_give_labels_in_range(factor, bad):
+    if factor:
+        scores, _ = factored_batch(3, [3, 1, 5, 2], [0, 1, 1])
+    else:
+        scores = full_batch(3, [3, 1, 5, 2], 3)
+    scores = scores._replace(emissions=torch.full_like(scores.emissions, bad))
+    for paths, _ in (numba_viterbi.viterbi_decode(scores), numba_viterbi.viterbi_decode_packed(packed_from(scores))):
+        assert ((paths >= 0) & (paths < 3)).all()
+
+
+@pytest.mark.parametrize("factor", [False, True])
+def test_padding_beyond_the_longest_row(factor):
+    """A batch padded further than its longest row (T = 7, rows of 3 and 1)."""
+    if factor:
+        scores, _ = factored_batch(8, [3, 1], [0, 1, 1])
+    else:
+        scores = full_batch(8, [3, 1], 3)
+    B, T, K = scores.emissions.shape
+    wide = torch.zeros(B, 7, K, dtype=scores.emissions.dtype)
+    wide[:, :T] = scores.emissions
+    scores = scores._replace(emissions=wide, mask=torch.arange(7) < torch.tensor([3, 1])[:, None])
+    paths, best = numba_viterbi.viterbi_decode(scores)
+    check_against_brute_force(scores, [3, 1], paths, best)
+    reference = (factored if factor else crf).viterbi_decode(scores)
+    assert torch.equal(paths, reference[0]) and torch.allclose(best, reference[1], atol=1e-12)
+
+
+def test_a_numba_that_cannot_set_up_warns_and_torch_decodes(monkeypatch):
+    """E.g. no writable cache folder: W001, and torch's code decodes."""
+    import builtins
+
+    from spacy_crf.nn import numba_viterbi as module
+
+    real_import = builtins.__import__
+
+    def failing(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 1 and fromlist and "numba_viterbi" in fromlist:
+            raise RuntimeError("cannot cache function '_full': no locator available")
+        return real_import(name, globals, locals, fromlist, level)
+
+    dispatch._numba_viterbi.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", failing)
+    try:
+        with pytest.warns(UserWarning, match=r"\[W001\] Numba could not set up the CPU Viterbi"):
+            assert dispatch._numba_viterbi() is None
+        scores = full_batch(5, [4, 5, 3, 2, 1], 3, dtype=torch.float32)
+        assert not dispatch.use_numba(scores.emissions)
+        assert torch.equal(dispatch.viterbi_decode(scores)[0], crf.viterbi_decode(scores)[0])
+    finally:
+        monkeypatch.undo()
+        dispatch._numba_viterbi.cache_clear()
+    assert dispatch._numba_viterbi() is module

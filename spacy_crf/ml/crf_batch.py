@@ -175,6 +175,13 @@ class CRFBatch:
             self.raw = self.raw.padded()
         return self.raw
 
+    def padded(self) -> "CRFBatch":
+        """This batch, its emissions padded now: for a batch that is read at
+        several temperatures (`with_temperature` copies share what is padded
+        before they are made, and pad again what is not)."""
+        _ = self.scores
+        return self
+
     @classmethod
     def from_docs(
         cls, scores: Union[CRFScores, PackedScores], doc_lengths: Sequence[int], chunk_size: int

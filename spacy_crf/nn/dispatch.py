@@ -32,12 +32,14 @@ about to run.
 """
 import importlib.util
 import os
+import warnings
 from functools import lru_cache
 from types import ModuleType
 from typing import Optional, Tuple
 
 import torch
 
+from ..errors import Warnings
 from . import crf, factored
 from .crf import CRFScores
 from .packed import PackedScores
@@ -87,11 +89,16 @@ def _factored_kernels() -> Optional[ModuleType]:
 
 @lru_cache(maxsize=1)
 def _numba_viterbi() -> Optional[ModuleType]:
-    """The Numba Viterbi's module, or None where Numba is not installed."""
+    """The Numba Viterbi's module, or None where Numba is not installed or
+    cannot set up its kernels (e.g. no writable cache directory: set
+    NUMBA_CACHE_DIR), with a warning; torch's code decodes then."""
     if importlib.util.find_spec("numba") is None:
         return None
-    from . import numba_viterbi
-
+    try:
+        from . import numba_viterbi
+    except (ImportError, RuntimeError, OSError) as error:
+        warnings.warn(Warnings.W001.format(error=error), stacklevel=2)
+        return None
     return numba_viterbi
 
 

@@ -9,16 +9,19 @@ loop, every step in one or two passes over K:
 - full transitions: max_i (score[i] + transitions[i, j]) for every j, with
   the best i kept as the backpointer, O(K * K) a token;
 - factored transitions (factored.py's form: a[i] + Q[class(i), class(j)] +
-  offset[j]): the best label of each class, the best class to come from into
-  each class, then each label's score, O(K + C * C) a token, with one
-  backpointer a class.
+  offset[j]): the best score of each class's labels, the best move into each
+  class, then each label's score, O(K + C * C) a token; going back, the best
+  predecessor among all K labels from the kept scores, O(K) a token, as
+  factored.py goes back.
 
-Both give the paths and scores of the torch code exactly, ties included (the
-first maximal label, as torch's argmax), in float32 or float64
-(tests/test_numba_viterbi.py against crf.py, factored.py and brute force).
-This module imports Numba: dispatch.py imports it only where Numba is
-installed. One thread; the compiled code is cached on disk (`cache=True`),
-so only a process that finds no cache compiles (about a second).
+Both compute the torch code's sums in its order and choose as its argmax does
+(the first maximal label), so paths and scores are the same bit for bit, ties
+included, in float32 or float64 (tests/test_numba_viterbi.py against crf.py,
+factored.py and brute force). Non-finite scores give labels in range (NaN is
+never chosen; torch's code may choose it). This module imports Numba:
+dispatch.py imports it only where Numba is installed and can cache. One
+thread; the compiled code is cached on disk (`cache=True`): the first process
+compiles (one to two seconds), later ones load it (about half a second).
 """
 from typing import Tuple, Union
 
@@ -141,16 +144,18 @@ def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best)
             label = back[t, label]
             paths[b, t - 1] = label
 
+
 @numba.njit(cache=True, nogil=True)
-def _factored(em, step_starts, ranks, lengths, leave, pair, enter, classes, start, end, paths, best):  # pragma: no cover
+def _factored(
+    em, step_starts, ranks, lengths, leave, pair, enter, classes, start, end, paths, best
+):  # pragma: no cover - compiled
     B, T = paths.shape
     K = em.shape[1]
     C = pair.shape[0]
     score = numpy.empty_like(start)
-    in_class = numpy.empty_like(pair[0])  # best score + leave within each class
-    first = numpy.zeros(C, numpy.int64)  # ... and its first label
+    in_class = numpy.empty_like(pair[0])  # the best score + leave within each class
     into = numpy.empty_like(pair[0])  # the best move into each class
-    back = numpy.zeros((T, C), numpy.int64)  # the label it comes from
+    leaving = numpy.empty((T, K), dtype=start.dtype)  # score + leave after each step, for going back
     for b in range(B):
         length = max(lengths[b], 1)
         for j in range(K):
@@ -159,29 +164,33 @@ def _factored(em, step_starts, ranks, lengths, leave, pair, enter, classes, star
             row = step_starts[t] + ranks[b]
             for c in range(C):
                 in_class[c] = -numpy.inf
-                first[c] = K
             for i in range(K):
                 v = score[i] + leave[i]
+                leaving[t, i] = v
                 c = classes[i]
                 if v > in_class[c]:
                     in_class[c] = v
-                    first[c] = i
             for c in range(C):
                 m = -numpy.inf
-                source = K
                 for p in range(C):
                     v = in_class[p] + pair[p, c]
-                    # ties: the lowest label, as torch's argmax over all labels
-                    if v > m or (v == m and first[p] < source):
+                    if v > m:
                         m = v
-                        source = first[p]
                 into[c] = m
-                back[t, c] = source
             for j in range(K):
                 score[j] = into[classes[j]] + enter[j] + em[row, j]
         label = _finish(score, end, best, b, lengths[b])
         for t in range(length - 1, T):
             paths[b, t] = label
         for t in range(length - 1, 0, -1):
-            label = back[t, classes[label]]
+            # the first label i with the best leaving[i] + Q[class(i), class(label)],
+            # the sums and the choice of torch's backtracking (factored.py)
+            c = classes[label]
+            top = -numpy.inf
+            label = 0
+            for i in range(K):
+                v = leaving[t, i] + pair[classes[i], c]
+                if v > top:
+                    top = v
+                    label = i
             paths[b, t - 1] = label
