@@ -299,3 +299,29 @@ def test_a_numba_that_cannot_set_up_warns_and_torch_decodes(monkeypatch):
         monkeypatch.undo()
         dispatch._numba_viterbi.cache_clear()
     assert dispatch._numba_viterbi() is module
+
+
+@pytest.mark.parametrize("factor", [False, True])
+def test_near_ties_in_float32_decode_as_the_torch_code(factor):
+    """Scores one or two ulps apart around a few values, so that many sums
+    round to ties: the torch code's paths and scores, every time."""
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(200):
+        K, B, T = 7, 3, 5
+        emissions = (torch.randint(-2, 3, (B, T, K), generator=gen).float() * 0.001 + 0.001
+                     + torch.randint(0, 3, (B, T, K), generator=gen).float() * 1e-10)
+        mask = torch.arange(T) < torch.randint(0, T + 1, (B,), generator=gen)[:, None]
+        if factor:
+            classes = torch.randint(0, 3, (K,), generator=gen)
+            classes[:3] = torch.arange(3)
+            pair = torch.randint(-3, 4, (3, 3), generator=gen).float() * 0.5
+            leave, enter = (torch.randint(-1, 2, (K,), generator=gen).float() * 1e-3 for _ in range(2))
+            scores = CRFScores(emissions, mask, factored.factored_transitions(pair, leave, enter, classes),
+                               torch.zeros(K), torch.zeros(K), classes)
+            reference = factored.viterbi_decode(scores)
+        else:
+            transitions = torch.randint(-3, 4, (K, K), generator=gen).float() * 0.5
+            scores = CRFScores(emissions, mask, transitions, torch.zeros(K), torch.zeros(K), None)
+            reference = crf.viterbi_decode(scores)
+        paths, best = numba_viterbi.viterbi_decode(scores)
+        assert torch.equal(paths, reference[0]) and torch.equal(best, reference[1])

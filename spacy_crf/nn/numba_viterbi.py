@@ -10,9 +10,10 @@ loop, every step in one or two passes over K:
   the best i kept as the backpointer, O(K * K) a token;
 - factored transitions (factored.py's form: a[i] + Q[class(i), class(j)] +
   offset[j]): the best score of each class's labels, the best move into each
-  class, then each label's score, O(K + C * C) a token; going back, the best
-  predecessor among all K labels from the kept scores, O(K) a token, as
-  factored.py goes back.
+  class, then each label's score, O(K + C * C) a token; going back, the
+  predecessor factored.py chooses (the first of all K labels with the best
+  kept score plus class move), searched only among the labels of the classes
+  that reach that best.
 
 Both compute the torch code's sums in its order and choose as its argmax does
 (the first maximal label), so paths and scores are the same bit for bit, ties
@@ -85,9 +86,12 @@ def _decode(
             raise ValueError(f"classes must be a long tensor of shape {(em.shape[1],)}, "
                              f"got {(classes.dtype, tuple(classes.shape))}")
         leave, pair, enter, _, _ = split(scores.transitions.detach().to(dtype), classes)
+        # the labels of each class, in label order: members[offsets[c]:offsets[c + 1]]
+        members = torch.argsort(classes, stable=True)
+        offsets = torch.cat([classes.new_zeros(1), torch.bincount(classes, minlength=pair.shape[0]).cumsum(0)])
         _factored(
             em, *where, lengths, _host(leave, dtype), _host(pair, dtype), _host(enter, dtype),
-            classes.contiguous().numpy(), start, end, paths, best,
+            classes.contiguous().numpy(), members.numpy(), offsets.numpy(), start, end, paths, best,
         )
     return torch.from_numpy(paths), torch.from_numpy(best)
 
@@ -147,15 +151,16 @@ def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best)
 
 @numba.njit(cache=True, nogil=True)
 def _factored(
-    em, step_starts, ranks, lengths, leave, pair, enter, classes, start, end, paths, best
+    em, step_starts, ranks, lengths, leave, pair, enter, classes, members, offsets, start, end, paths, best
 ):  # pragma: no cover - compiled
     B, T = paths.shape
     K = em.shape[1]
     C = pair.shape[0]
     score = numpy.empty_like(start)
-    in_class = numpy.empty_like(pair[0])  # the best score + leave within each class
     into = numpy.empty_like(pair[0])  # the best move into each class
-    leaving = numpy.empty((T, K), dtype=start.dtype)  # score + leave after each step, for going back
+    # kept for going back: each label's score + leave, and its best in each class
+    leaving = numpy.empty((T, K), dtype=start.dtype)
+    in_class = numpy.empty((T, C), dtype=start.dtype)
     for b in range(B):
         length = max(lengths[b], 1)
         for j in range(K):
@@ -163,17 +168,17 @@ def _factored(
         for t in range(1, length):
             row = step_starts[t] + ranks[b]
             for c in range(C):
-                in_class[c] = -numpy.inf
+                in_class[t, c] = -numpy.inf
             for i in range(K):
                 v = score[i] + leave[i]
                 leaving[t, i] = v
                 c = classes[i]
-                if v > in_class[c]:
-                    in_class[c] = v
+                if v > in_class[t, c]:
+                    in_class[t, c] = v
             for c in range(C):
                 m = -numpy.inf
                 for p in range(C):
-                    v = in_class[p] + pair[p, c]
+                    v = in_class[t, p] + pair[p, c]
                     if v > m:
                         m = v
                 into[c] = m
@@ -183,14 +188,25 @@ def _factored(
         for t in range(length - 1, T):
             paths[b, t] = label
         for t in range(length - 1, 0, -1):
-            # the first label i with the best leaving[i] + Q[class(i), class(label)],
-            # the sums and the choice of torch's backtracking (factored.py)
+            # torch's choice (factored.py): the first label i with the best
+            # leaving[i] + Q[class(i), c]. That best is the best over classes p
+            # of in_class[p] + Q[p, c], and only the classes that reach it
+            # hold such labels: their labels are searched, in label order.
             c = classes[label]
             top = -numpy.inf
-            label = 0
-            for i in range(K):
-                v = leaving[t, i] + pair[classes[i], c]
+            for p in range(C):
+                v = in_class[t, p] + pair[p, c]
                 if v > top:
                     top = v
-                    label = i
+            chosen = K
+            for p in range(C):
+                if in_class[t, p] + pair[p, c] == top:
+                    for k in range(offsets[p], offsets[p + 1]):
+                        i = members[k]
+                        if i >= chosen:
+                            break
+                        if leaving[t, i] + pair[p, c] == top:
+                            chosen = i
+                            break
+            label = chosen if chosen < K else 0  # 0 where nothing compares (NaN), as argmax of -inf
             paths[b, t - 1] = label
