@@ -119,8 +119,7 @@ class GoldScores:
                 chunk = order[start : start + batch_size]
                 scores = DocScores(tagger.model, [docs[i] for i in chunk], window=window)
                 for doc_ids, offset, batch in scores.parts():
-                    # padded once: every temperature tried reads these scores
-                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch.padded()))
+                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
 
     def nll(self, temperature: float) -> float:
         """The gold labels' negative log-likelihood at a temperature, summed

@@ -170,17 +170,11 @@ class CRFBatch:
 
     @property
     def scores(self) -> CRFScores:
-        """The scores with padded (rows, T, K) emissions (padded once, if packed)."""
+        """The scores with padded (rows, T, K) emissions (padded once, if
+        packed: the copies of `with_temperature` share the padding)."""
         if isinstance(self.raw, PackedScores):
             self.raw = self.raw.padded()
         return self.raw
-
-    def padded(self) -> "CRFBatch":
-        """This batch, its emissions padded now: for a batch that is read at
-        several temperatures (`with_temperature` copies share what is padded
-        before they are made, and pad again what is not)."""
-        _ = self.scores
-        return self
 
     @classmethod
     def from_docs(

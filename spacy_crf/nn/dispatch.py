@@ -102,16 +102,12 @@ def _numba_viterbi() -> Optional[ModuleType]:
     return numba_viterbi
 
 
-def use_numba(emissions: torch.Tensor, *, kernels: Optional[str] = None, dims: int = 3) -> bool:
-    """Whether the Numba Viterbi should decode this batch: CPU tensors, mode
-    "auto" or "numba", Numba installed.
-
-    dims (int): 3 for (B, T, K) emissions, 2 for packed (n_tokens, K) ones.
-    """
+def use_numba(emissions: torch.Tensor, *, kernels: Optional[str] = None) -> bool:
+    """Whether the Numba Viterbi should decode this batch (its emissions,
+    padded or packed): CPU tensors, mode "auto" or "numba", Numba installed."""
     return (
         kernel_mode(kernels) in ("auto", "numba")
         and emissions.device.type == "cpu"
-        and emissions.dim() == dims
         and _numba_viterbi() is not None
     )
 
@@ -204,7 +200,7 @@ def viterbi_decode_packed(
 
     RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and their scores (B,).
     """
-    if use_numba(scores.data, kernels=kernels, dims=2):
+    if use_numba(scores.data, kernels=kernels):
         return _numba_viterbi().viterbi_decode_packed(scores)
     return viterbi_decode(scores.padded(), kernels=kernels)
 

@@ -35,10 +35,14 @@ import torch
 from .crf import CRFScores, _compute_dtype, _logmatmul, check_scores, in_batch_order, length_order
 
 
-def check_classes(scores: CRFScores) -> torch.Tensor:
-    """The class ids, checked: (K,) long, every class 0..C-1 used."""
+def check_classes(scores: CRFScores, n_labels: Optional[int] = None) -> torch.Tensor:
+    """The class ids, checked: (K,) long, every class 0..C-1 used.
+
+    n_labels (Optional[int]): K, for scores without (B, T, K) emissions
+        (packed ones); the emissions' K otherwise.
+    """
     classes = scores.classes
-    K = scores.emissions.shape[2]
+    K = scores.emissions.shape[2] if n_labels is None else n_labels
     if classes is None or classes.dim() != 1 or classes.shape[0] != K or classes.dtype != torch.long:
         shape = None if classes is None else (classes.dtype, tuple(classes.shape))
         raise ValueError(f"classes must be a long tensor of shape {(K,)}, got {shape}")

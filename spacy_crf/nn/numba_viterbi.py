@@ -31,7 +31,7 @@ import numpy
 import torch
 
 from .crf import CRFScores, _compute_dtype, check_scores
-from .factored import split
+from .factored import check_classes, split
 from .packed import PackedScores
 
 
@@ -81,10 +81,7 @@ def _decode(
     if scores.classes is None:
         _full(em, *where, lengths, _host(scores.transitions, dtype), start, end, paths, best)
     else:
-        classes = scores.classes
-        if classes.dim() != 1 or tuple(classes.shape) != (em.shape[1],) or classes.dtype != torch.long:
-            raise ValueError(f"classes must be a long tensor of shape {(em.shape[1],)}, "
-                             f"got {(classes.dtype, tuple(classes.shape))}")
+        classes = check_classes(scores, em.shape[1])
         leave, pair, enter, _, _ = split(scores.transitions.detach().to(dtype), classes)
         # the labels of each class, in label order: members[offsets[c]:offsets[c + 1]]
         members = torch.argsort(classes, stable=True)

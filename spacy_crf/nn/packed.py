@@ -8,8 +8,9 @@ bundles, 149 MB, mostly padding) for every batch. Viterbi does not need it:
 `PackedScores` keeps the packed emissions with where each row's tokens lie,
 the Numba Viterbi (numba_viterbi.py) decodes them as they are, and
 `padded()` builds the CRFScores for everything else (marginals, n-best, span
-posteriors, the loss), equal to what the network would have returned.
+posteriors, the loss), equal to what the network would have returned, once.
 """
+from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 import torch
@@ -49,7 +50,8 @@ def packing_rows(lengths: torch.Tensor, T: int) -> PackingRows:
     return PackingRows(sorted_indices[rank] * T + time, batch_sizes, sorted_indices)
 
 
-class PackedScores(NamedTuple):
+@dataclass(eq=False)
+class PackedScores:
     """The CRF scores of a batch with packed emissions.
 
     data (Tensor): (n_tokens, K) the emissions of the packed tokens, in the
@@ -66,6 +68,8 @@ class PackedScores(NamedTuple):
     start: torch.Tensor
     end: torch.Tensor
     classes: Optional[torch.Tensor] = None
+    # the padded scores once built: every holder of these scores shares them
+    _padded: Optional[CRFScores] = field(default=None, init=False, repr=False)
 
     @property
     def n_labels(self) -> int:
@@ -84,11 +88,14 @@ class PackedScores(NamedTuple):
         return rank
 
     def padded(self) -> CRFScores:
-        """The CRFScores: emissions (B, T, K), zero at padded steps."""
-        B, T = self.mask.shape
-        emissions = self.data.new_zeros(B * T, self.n_labels)
-        # in place: the out-of-place index_copy would copy all B * T rows once more
-        emissions.index_copy_(0, self.rows.flat.to(self.data.device), self.data)
-        return CRFScores(
-            emissions.view(B, T, -1), self.mask, self.transitions, self.start, self.end, self.classes
-        )
+        """The CRFScores: emissions (B, T, K), zero at padded steps (built at
+        the first call, then kept)."""
+        if self._padded is None:
+            B, T = self.mask.shape
+            emissions = self.data.new_zeros(B * T, self.n_labels)
+            # in place: the out-of-place index_copy would copy all B * T rows once more
+            emissions.index_copy_(0, self.rows.flat.to(self.data.device), self.data)
+            self._padded = CRFScores(
+                emissions.view(B, T, -1), self.mask, self.transitions, self.start, self.end, self.classes
+            )
+        return self._padded
