@@ -16,10 +16,11 @@ import io
 import json
 import re
 import shutil
+import statistics
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from benchmarks.contention import table as contention_table
 from benchmarks.embedding import table as embedding_table
@@ -313,6 +314,28 @@ def gpu_pipeline(root: Path) -> Optional[str]:
     return environment_line(record) + " One CPU thread a process.\n\n" + "\n".join(lines)
 
 
+def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str]:
+    """metrics/FOLDER/gpu_pipeline_init_N.json (`bash benchmarks/gpu_check.sh OUT BEFORE` with
+    ROUNDS=N): nlp.pipe words/s on the GPU of this code, BEFORE's code and spaCy's tagger, per round."""
+    records = [load(path) for path in sorted((root / "metrics" / folder).glob("gpu_pipeline_init_[0-9]*.json"))]
+    rounds = [r["nlp_pipe"] for r in records if r and "crf_tagger (before)" in r.get("nlp_pipe", {})]
+    if not rounds:
+        return None
+    lines = ["| round | this code | before | this / before | spaCy's tagger |", "|---|---|---|---|---|"]
+    runs: Dict[str, List[int]] = {"crf_tagger": [], "crf_tagger (before)": [], "tagger": []}
+    for number, pipe in enumerate(rounds, 1):
+        now, before, tagger = (pipe[name]["words_per_second"] for name in runs)
+        lines.append(f"| {number} | {now:,} | {before:,} | {now / before:.2f}x | {tagger:,} |")
+        for name in runs:
+            runs[name].extend(pipe[name]["runs"])
+    now, before, tagger = (int(statistics.median(values)) for values in runs.values())
+    lines.append(f"| all {len(runs['tagger'])} runs | {now:,} | {before:,} | {now / before:.2f}x | {tagger:,} |")
+    repeats = len(rounds[0]["tagger"]["runs"])
+    head = (f"{environment_line(*(r for pipe in rounds for r in pipe.values()))} `nlp.pipe` words/s, batch 256, "
+            f"one CPU thread a process; each round the median of {repeats} runs, the three in turn.")
+    return head + "\n\n" + "\n".join(lines)
+
+
 def morph(root: Path) -> Optional[str]:
     """The morph workflow's tables, one per treebank (scripts.morph_table)."""
     metrics = root / "metrics"
@@ -584,8 +607,8 @@ def predict_stages(root: Path, folder: str = "speed") -> Optional[str]:
     return stages_table(stage_records(root, on_gpu=False, folder=folder))
 
 
-def predict_stages_gpu(root: Path) -> Optional[str]:
-    table = stages_table(stage_records(root, on_gpu=True))
+def predict_stages_gpu(root: Path, folder: str = "speed") -> Optional[str]:
+    table = stages_table(stage_records(root, on_gpu=True, folder=folder))
     return table.replace("medians.", "medians of CUDA-synchronised runs.", 1) if table else None
 
 
@@ -630,6 +653,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels-gpu": large_labels_gpu,
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
+    "gpu-before-after": gpu_before_after,
+    "predict-stages-gpu-h200": functools.partial(predict_stages_gpu, folder="speed/gpu_h200"),
     "calibration": calibration,
     "rejected-spans": rejected_spans,
     "morph": morph,

@@ -205,6 +205,30 @@ def test_gpu_tables(tmp_path):
     assert "Some GPU" in gpu and "CUDA-synchronised" in gpu and "Some CPU" in cpu
 
 
+def test_gpu_before_after_table(tmp_path):
+    """benchmarks/gpu_check.sh's rounds: per-round medians, their ratio, and the median of all runs."""
+    from scripts.docs_tables import gpu_before_after, predict_stages_gpu
+
+    assert gpu_before_after(tmp_path) is None
+    folder = tmp_path / "metrics" / "speed" / "gpu_h200"
+    for number, (now, before) in enumerate([([10, 12, 14], [10, 10, 10]), ([8, 9, 30], [12, 12, 12])], 1):
+        pipe = {
+            "crf_tagger": {"words_per_second": now[1], "runs": now, "environment": GPU_ENV},
+            "crf_tagger (before)": {"words_per_second": before[1], "runs": before},
+            "tagger": {"words_per_second": 5, "runs": [5, 5, 5]},
+        }
+        write(folder / f"gpu_pipeline_init_{number}.json", {"nlp_pipe": pipe})
+    table = gpu_before_after(tmp_path)
+    assert "| 1 | 12 | 10 | 1.20x | 5 |" in table and "| 2 | 9 | 12 | 0.75x | 5 |" in table
+    assert "| all 6 runs | 11 | 11 | 1.00x | 5 |" in table  # medians of 8,9,10,12,14,30 and 10,10,10,12,12,12
+    assert "Some GPU" in table and "median of 3 runs" in table
+    stage = {"n_docs": 1, "n_words": 9, "predict_words_per_second": 90, "ops": "CupyOps", "environment": GPU_ENV,
+             "ms": {"tok2vec": 1.0, "tok2vec + network": 2.0, "decode (Viterbi)": 1.0, "predict": 3.0}}
+    write(folder / "stages_gpu_en.json", stage)
+    assert "`gpu_en`" in predict_stages_gpu(tmp_path, folder="speed/gpu_h200")
+    assert predict_stages_gpu(tmp_path) is None
+
+
 def test_bf16_blocks_read_their_own_folder(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "performance.md").write_text(

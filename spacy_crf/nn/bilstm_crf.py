@@ -150,8 +150,9 @@ class BiLSTMCRF(nn.Module):
             # run one zero step whose output the mask discards. The emissions
             # come from the packed tokens, then only they are padded.
             rows = packing_rows(lengths.clamp(min=1), T)
-            flat = rows.flat.to(inputs.device)
-            data = hidden.reshape(B * T, -1).index_select(0, flat)
+            # one copy of the token index to the device, for gathering here and scattering in padded()
+            rows = rows._replace(flat=rows.flat.to(inputs.device))
+            data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
             if self.compute_dtype is not None:
                 data = data.to(self.compute_dtype)
             packed_inputs = PackedSequence(

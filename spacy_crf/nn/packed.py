@@ -57,7 +57,8 @@ class PackedScores:
     data (Tensor): (n_tokens, K) the emissions of the packed tokens, in the
         order of `rows` (every row has at least one: an empty row's one step
         is scored and masked out, as in the padded scores).
-    rows (PackingRows): where they lie in the (B, T) batch.
+    rows (PackingRows): where they lie in the (B, T) batch (`flat` on the
+        emissions' device, the rest on the CPU).
     mask, transitions, start, end, classes: as CRFScores's.
     """
 
@@ -94,7 +95,7 @@ class PackedScores:
             B, T = self.mask.shape
             emissions = self.data.new_zeros(B * T, self.n_labels)
             # in place: the out-of-place index_copy would copy all B * T rows once more
-            emissions.index_copy_(0, self.rows.flat.to(self.data.device), self.data)
+            emissions.index_copy_(0, self.rows.flat.to(self.data.device), self.data)  # no copy: flat is there
             self._padded = CRFScores(
                 emissions.view(B, T, -1), self.mask, self.transitions, self.start, self.end, self.classes
             )

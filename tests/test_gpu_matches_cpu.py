@@ -1,0 +1,64 @@
+"""One trained pipeline, two devices: on the CPU the component predicts packed
+emissions and decodes them with the Numba Viterbi; on a GPU (CupyOps) it pads
+them and decodes with the Triton kernels. Both must write the same
+annotations, the same scores and the same marginals (GPU only)."""
+import numpy
+import pytest
+from thinc.api import fix_random_seed, get_current_ops, require_gpu, set_current_ops
+
+from spacy_crf.nn import CRFScores, PackedScores
+
+from .helpers import SMALL_MODEL, TRAIN_DATA, make_examples, make_nlp, train
+from .test_morph import analyses, morph_examples
+
+FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": "factored"}
+TEXTS = ["I like blue ham .", "They eat green eggs", "ham", "", "Eat green eggs !", " ".join(["green eggs"] * 150)]
+
+
+def annotations(nlp, docs):
+    if nlp.get_pipe("crf_tagger").cfg.get("target") == "pos+morph":
+        return [analyses(doc) for doc in docs]
+    return [[t.tag_ for t in doc] for doc in docs]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("setting", ["tag", "factored pos+morph"])
+def test_gpu_predictions_equal_the_cpu_path(setting):
+    fix_random_seed(0)
+    if setting == "tag":
+        nlp = make_nlp()
+        examples = make_examples(nlp, TRAIN_DATA)
+        rebuild = lambda: make_nlp()  # noqa: E731
+    else:
+        nlp = make_nlp(model=FACTORED, target="pos+morph")
+        examples = morph_examples(nlp)
+        rebuild = lambda: make_nlp(model=FACTORED, target="pos+morph")  # noqa: E731
+    train(nlp, examples, steps=40)
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc(text) for text in TEXTS]
+    cpu_batch = tagger.model.predict(docs)
+    assert isinstance(cpu_batch.raw, PackedScores)
+    cpu_ids = [ids.tolist() for ids in cpu_batch.decode()]
+    cpu_scores = cpu_batch.scores
+    cpu_marginals = tagger.marginals(docs)
+    cpu_annotations = annotations(nlp, nlp.pipe(TEXTS))
+    data = nlp.to_bytes()
+
+    cpu_ops = get_current_ops()
+    require_gpu()
+    try:
+        gpu_nlp = rebuild()
+        gpu_nlp.from_bytes(data)
+        gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
+        gpu_docs = [gpu_nlp.make_doc(text) for text in TEXTS]
+        gpu_batch = gpu_tagger.model.predict(gpu_docs)
+        assert isinstance(gpu_batch.raw, CRFScores) and gpu_batch.raw.emissions.is_cuda
+        assert [ids.tolist() for ids in gpu_batch.decode()] == cpu_ids
+        gpu_scores = gpu_batch.scores
+        mask = cpu_scores.mask.numpy()
+        assert numpy.allclose(gpu_scores.emissions.cpu().numpy()[mask], cpu_scores.emissions.numpy()[mask], atol=5e-3)
+        for cpu_probs, gpu_probs in zip(cpu_marginals, gpu_tagger.marginals(gpu_docs)):
+            assert numpy.allclose(cpu_probs, get_current_ops().to_numpy(gpu_probs), atol=5e-3)
+        assert annotations(gpu_nlp, gpu_nlp.pipe(TEXTS)) == cpu_annotations
+    finally:
+        set_current_ops(cpu_ops)
