@@ -336,6 +336,33 @@ def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str
     return head + "\n\n" + "\n".join(lines)
 
 
+def lstm_cpu(root: Path, folder: str = "speed/buckets") -> Optional[str]:
+    """metrics/FOLDER/lstm_cpu_*.json (`python -m benchmarks.lstm_cpu ... --output FILE`): the
+    network's forward (and backward) with the BiLSTM packed and bucketed, then nlp.pipe both ways."""
+    records = {path.stem[len("lstm_cpu_"):]: load(path) for path in sorted((root / "metrics" / folder).glob("lstm_cpu_*.json"))}
+    if not records:
+        return None
+    first = next(iter(records.values()))
+    lines = ["| corpus | batch | rows, tokens (longest) | packed | bucketed | speedup |", "|---|---|---|---|---|---|"]
+    for name, record in records.items():
+        for case in record["cases"]:
+            bucketed = next(key for key in case["ms"] if key != "packed")
+            lines.append(f"| {name} | {case['case']} | {case['rows']}, {case['tokens']:,} ({case['longest']}) "
+                         f"| {case['ms']['packed']:,.1f} ms | {case['ms'][bucketed]:,.1f} ms | {case['speedup'][bucketed]:.2f}x |")
+    parts = [f"{environment_line(first)} {first['threads']} thread(s); BiLSTM {first['inputs']} -> 2 x {first['hidden']}, "
+             f"depth {first['depth']}; the two ways in turn, medians of {first['repeats']}.", "\n".join(lines)]
+    pipes = [p for record in records.values() for p in record.get("pipelines", [])]
+    if pipes:
+        rows = ["| pipeline | quantize | packed | bucketed | speedup | tokens labelled differently |",
+                "|---|---|---|---|---|---|"]
+        for p in pipes:
+            words = p["words_per_second"]
+            rows.append(f"| `{p['model']}` | {p['quantize']} | {words['packed']:,.0f} | {words['buckets']:,.0f} "
+                        f"| {p['speedup']:.2f}x | {p['tokens_labelled_differently']:.2%} |")
+        parts += ["`nlp.pipe` words/s of the dev docs (batch 256), the two ways in turn:", "\n".join(rows)]
+    return "\n\n".join(parts)
+
+
 def morph(root: Path) -> Optional[str]:
     """The morph workflow's tables, one per treebank (scripts.morph_table)."""
     metrics = root / "metrics"
@@ -654,6 +681,11 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
     "gpu-before-after": gpu_before_after,
+    "lstm-cpu": lstm_cpu,
+    # measured with the bucketed BiLSTM (`--allocator steady`)
+    "quantize-buckets": functools.partial(quantize, folder="speed/buckets"),
+    "factory-defaults-buckets": functools.partial(factory_defaults, folder="speed/buckets"),
+    "peers-buckets": functools.partial(peers, folder="speed/buckets"),
     "predict-stages-gpu-h200": functools.partial(predict_stages_gpu, folder="speed/gpu_h200"),
     "calibration": calibration,
     "rejected-spans": rejected_spans,

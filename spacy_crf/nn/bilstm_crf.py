@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+from . import bucketed_lstm
 from .constraints import forbid
 from .crf import CRFScores
 from .factored import factored_transitions
@@ -70,6 +71,9 @@ class BiLSTMCRF(nn.Module):
         # float32 (a bfloat16 inference copy, see quantize.py): their inputs
         # are cast to it and the emissions back to float32
         self.compute_dtype: Optional[torch.dtype] = None
+        # how the BiLSTM runs: "auto" = over length buckets with oneDNN on the
+        # CPU (bucketed_lstm.py), packed elsewhere; "packed" = always packed
+        self.lstm_runs = "auto"
         self.dropout = nn.Dropout(dropout)
         self.input_dropout = nn.Dropout(input_dropout)
         self.emission = nn.Linear(width, n_labels)
@@ -150,16 +154,20 @@ class BiLSTMCRF(nn.Module):
             # run one zero step whose output the mask discards. The emissions
             # come from the packed tokens, then only they are padded.
             rows = packing_rows(lengths.clamp(min=1), T)
-            # one copy of the token index to the device, for gathering here and scattering in padded()
-            rows = rows._replace(flat=rows.flat.to(inputs.device))
-            data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
             if self.compute_dtype is not None:
-                data = data.to(self.compute_dtype)
-            packed_inputs = PackedSequence(
-                data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
-            )
-            output, _ = self.lstm(packed_inputs)
-            scores = PackedScores(self._emit(output.data), rows, mask, transitions, start, end, classes)
+                hidden = hidden.to(self.compute_dtype)
+            if getattr(self, "lstm_runs", "auto") == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
+                # on the CPU: oneDNN's LSTM over length buckets, same outputs
+                output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows)
+            else:
+                # one copy of the token index to the device, for gathering here and scattering in padded()
+                rows = rows._replace(flat=rows.flat.to(inputs.device))
+                data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
+                packed_inputs = PackedSequence(
+                    data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
+                )
+                output = self.lstm(packed_inputs)[0].data
+            scores = PackedScores(self._emit(output), rows, mask, transitions, start, end, classes)
             return scores if packed else scores.padded()
         return CRFScores(emissions, mask, transitions, start, end, classes)
 

@@ -1,0 +1,134 @@
+"""A bidirectional LSTM on the CPU, run one direction at a time over buckets of rows.
+
+Pure torch, no spaCy. Over a PackedSequence torch runs an LSTM with its own
+per-step code; over a padded (rows, T, n) float32 or bfloat16 tensor on the
+CPU it calls oneDNN's fused LSTM, which costs less per token, forward and
+backward (benchmarks/lstm_cpu.py measures both). Padding costs steps, and a
+padded bidirectional LSTM would read each row's padding first in its backward
+direction, so here:
+
+- the rows, sorted by decreasing length, are cut into buckets of similar
+  lengths (`buckets`), each padded only to its own longest row;
+- each direction runs as a one-direction LSTM over each bucket, the backward
+  one over every row reversed within its length (the padding stays after the
+  row's tokens, where it cannot reach them);
+- the outputs of the row's tokens come back in packed order (time-major,
+  longest row first), as `nn.LSTM` returns them for a PackedSequence.
+
+The outputs equal `nn.LSTM`'s over the packed rows up to float rounding,
+gradients included (tests/test_bucketed_lstm.py).
+"""
+from typing import List, Optional, Tuple
+
+import numpy
+import torch
+from torch import nn
+
+from .packed import PackingRows
+
+# The cost model that cuts the buckets, in units of one row's LSTM step: a
+# step of a bucket costs STEP_COST + its rows, a bucket BUCKET_COST more (its
+# calls, gathers and copies). Measured with oneDNN's LSTM on one thread (a
+# step of 1 to 256 rows: about 8 us + 3.6 us a row forward, 20 us + 13 us a
+# row forward and backward); benchmarks/lstm_cpu.py times the result.
+STEP_COST = 2.0
+BUCKET_COST = 80.0
+
+
+def buckets(sorted_lengths: List[int], step_cost: Optional[float] = None, bucket_cost: Optional[float] = None) -> List[Tuple[int, int]]:
+    """Cut rows sorted by decreasing length into runs [start, end) padded to
+    their first (longest) row, at the least cost: sum over runs of
+    length * (step_cost + rows) + bucket_cost (dynamic programming over the
+    cut points; defaults STEP_COST and BUCKET_COST)."""
+    step_cost = STEP_COST if step_cost is None else step_cost
+    bucket_cost = BUCKET_COST if bucket_cost is None else bucket_cost
+    n = len(sorted_lengths)
+    if n == 0:
+        return []
+    lengths = numpy.asarray(sorted_lengths, dtype=numpy.float64)
+    best = numpy.zeros(n + 1)  # best[j]: the least cost of rows [0, j)
+    cut = numpy.zeros(n + 1, dtype=numpy.int64)
+    for j in range(1, n + 1):
+        starts = numpy.arange(j)
+        costs = best[:j] + lengths[:j] * (step_cost + (j - starts)) + bucket_cost
+        cut[j] = int(numpy.argmin(costs))
+        best[j] = costs[cut[j]]
+    runs: List[Tuple[int, int]] = []
+    end = n
+    while end > 0:
+        runs.append((int(cut[end]), end))
+        end = int(cut[end])
+    return runs[::-1]
+
+
+def runs_on(lstm: nn.Module, inputs: torch.Tensor) -> bool:
+    """Whether bucketed_bilstm can run this LSTM on these inputs: a
+    bidirectional nn.LSTM (not a quantized copy) on the CPU. (oneDNN takes
+    float32 and bfloat16; other float types run torch's own padded LSTM, as
+    exact, for the tests in float64.)"""
+    return (
+        type(lstm) is nn.LSTM
+        and lstm.bidirectional
+        and lstm.batch_first
+        and lstm.proj_size == 0
+        and inputs.device.type == "cpu"
+        and inputs.is_floating_point()
+    )
+
+
+def _direction(lstm: nn.LSTM, layer: int, reverse: bool) -> List[torch.Tensor]:
+    suffix = f"_l{layer}" + ("_reverse" if reverse else "")
+    names = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if lstm.bias else [])
+    return [getattr(lstm, name + suffix) for name in names]
+
+
+def _run(lstm: nn.LSTM, x: torch.Tensor, layer: int, reverse: bool) -> torch.Tensor:
+    """One direction of one layer over a padded bucket (rows, T, n)."""
+    state = x.new_zeros(1, x.shape[0], lstm.hidden_size)
+    weights = _direction(lstm, layer, reverse)
+    return torch.lstm(x, (state, state), weights, lstm.bias, 1, 0.0, lstm.training, False, True)[0]
+
+
+def bucketed_bilstm(lstm: nn.LSTM, inputs: torch.Tensor, lengths: torch.Tensor, rows: PackingRows) -> torch.Tensor:
+    """Run a bidirectional LSTM over the rows of a padded batch.
+
+    lstm (nn.LSTM): bidirectional, batch_first (see `runs_on`).
+    inputs (Tensor): (B, T, n) padded token vectors, on the CPU.
+    lengths (Tensor): (B,) long on the CPU, each between 1 and T.
+    rows (PackingRows): `packing_rows(lengths, T)`.
+    RETURNS (Tensor): (n_tokens, 2 * hidden) the outputs of the rows' tokens
+        in packed order, as `lstm(PackedSequence).data`.
+    """
+    B, T, _ = inputs.shape
+    hidden = lstm.hidden_size
+    order = rows.sorted_indices
+    sorted_lengths = lengths[order]
+    # where each (row, t) lands in packed order
+    position = torch.empty(B * T, dtype=torch.long)
+    position[rows.flat.cpu()] = torch.arange(rows.flat.shape[0])
+    output = inputs.new_empty(rows.flat.shape[0], 2 * hidden)
+    last = lstm.num_layers - 1
+    for start, end in buckets(sorted_lengths.tolist()):
+        members, member_lengths = order[start:end], sorted_lengths[start:end]
+        width = int(member_lengths[0])
+        x = inputs[:, :width].index_select(0, members)
+        steps = torch.arange(width)
+        valid = steps[None, :] < member_lengths[:, None]
+        reversal = torch.where(valid, member_lengths[:, None] - 1 - steps[None, :], steps[None, :])
+        for layer in range(lstm.num_layers):
+            if layer > 0 and lstm.dropout > 0:
+                x = nn.functional.dropout(x, lstm.dropout, lstm.training)
+            forward = _run(lstm, x, layer, reverse=False)
+            # the backward direction reads each row reversed within its length
+            backward = _run(lstm, x.gather(1, reversal[:, :, None].expand(-1, -1, x.shape[2])), layer, reverse=True)
+            if layer < last:
+                backward = backward.gather(1, reversal[:, :, None].expand(-1, -1, hidden))
+                x = torch.cat([forward, backward], dim=2)
+        # the rows' tokens straight to their packed places: forward outputs by
+        # (row, t), backward outputs by (row, length - 1 - t)
+        cells = (members[:, None] * T + steps[None, :])[valid]
+        flipped = (members[:, None] * T + reversal)[valid]
+        index = valid.reshape(-1).nonzero().squeeze(1)
+        output[:, :hidden].index_copy_(0, position[cells], forward.reshape(-1, hidden).index_select(0, index))
+        output[:, hidden:].index_copy_(0, position[flipped], backward.reshape(-1, hidden).index_select(0, index))
+    return output

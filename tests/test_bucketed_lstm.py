@@ -1,0 +1,136 @@
+"""The bucketed BiLSTM (oneDNN over length buckets, CPU) against torch's
+nn.LSTM over packed rows: same outputs and gradients, any lengths and depth;
+the buckets are the cheapest cut of the cost model; the network's two ways
+give the same scores."""
+import itertools
+
+import pytest
+import torch
+from torch.nn.utils.rnn import PackedSequence
+
+from spacy_crf.nn import BiLSTMCRF, PackedScores
+from spacy_crf.nn import bucketed_lstm, quantize
+from spacy_crf.nn.bucketed_lstm import bucketed_bilstm, buckets, runs_on
+from spacy_crf.nn.packed import packing_rows
+
+
+def cost(lengths, runs, step_cost, bucket_cost):
+    return sum(lengths[start] * (step_cost + end - start) + bucket_cost for start, end in runs)
+
+
+@pytest.mark.parametrize("lengths", [[9], [5, 5, 5], [40, 39, 12, 11, 11, 3, 1, 1], [30, 2, 2, 2, 2, 2, 2, 1]])
+@pytest.mark.parametrize("step_cost,bucket_cost", [(2.0, 80.0), (1.0, 5.0), (0.0, 0.0)])
+def test_buckets_are_the_cheapest_cut(lengths, step_cost, bucket_cost):
+    runs = buckets(lengths, step_cost, bucket_cost)
+    assert runs[0][0] == 0 and runs[-1][1] == len(lengths)
+    assert all(a[1] == b[0] for a, b in zip(runs, runs[1:])) and all(s < e for s, e in runs)
+    every = []
+    for cuts in itertools.product([False, True], repeat=len(lengths) - 1):
+        points = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [len(lengths)]
+        every.append(cost(lengths, list(zip(points, points[1:])), step_cost, bucket_cost))
+    assert cost(lengths, runs, step_cost, bucket_cost) == pytest.approx(min(every))
+
+
+def test_buckets_of_nothing():
+    assert buckets([]) == []
+
+
+def reference(lstm, inputs, lengths):
+    B, T, _ = inputs.shape
+    rows = packing_rows(lengths, T)
+    data = inputs.reshape(B * T, -1).index_select(0, rows.flat)
+    return lstm(PackedSequence(data, rows.batch_sizes, rows.sorted_indices, None))[0].data, rows
+
+
+LENGTHS = [[1], [3, 1, 7, 7, 2, 5, 1], [12] * 4, [20, 1, 1, 1, 19, 2, 18, 3, 17]]
+
+
+@pytest.mark.parametrize("lengths", LENGTHS)
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float64, 1e-12), (torch.float32, 2e-6)])
+def test_outputs_and_gradients_equal_the_packed_lstm(lengths, depth, dtype, tolerance):
+    torch.manual_seed(len(lengths) + depth)
+    lstm = torch.nn.LSTM(5, 4, num_layers=depth, bidirectional=True, batch_first=True).to(dtype)
+    lengths = torch.tensor(lengths)
+    inputs = torch.randn(len(lengths), int(lengths.max()) + 2, 5, dtype=dtype, requires_grad=True)
+    expected, rows = reference(lstm, inputs, lengths)
+    ours = bucketed_bilstm(lstm, inputs, lengths, rows)
+    assert ours.shape == expected.shape and ours.dtype == dtype
+    assert torch.allclose(ours, expected, atol=tolerance, rtol=0)
+    weights = torch.randn_like(ours)
+    wrt = [inputs, *lstm.parameters()]
+    for a, b in zip(torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)):
+        assert torch.allclose(a, b, atol=10 * tolerance, rtol=0)
+
+
+def test_every_bucket_cut_gives_the_same_outputs(monkeypatch):
+    """From one bucket a row to one bucket for all: the same outputs."""
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(3, 2, bidirectional=True, batch_first=True).double()
+    lengths = torch.tensor([6, 5, 5, 3, 1, 1])
+    inputs = torch.randn(6, 6, 3, dtype=torch.float64)
+    expected, rows = reference(lstm, inputs, lengths)
+    for step_cost, bucket_cost in [(0.0, 0.0), (1000.0, 0.0), (0.0, 1000.0)]:
+        monkeypatch.setattr(bucketed_lstm, "STEP_COST", step_cost)
+        monkeypatch.setattr(bucketed_lstm, "BUCKET_COST", bucket_cost)
+        assert torch.allclose(bucketed_bilstm(lstm, inputs, lengths, rows), expected, atol=1e-12)
+
+
+def test_bfloat16_is_close_to_float32():
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(8, 6, bidirectional=True, batch_first=True)
+    lengths = torch.tensor([9, 4, 1])
+    inputs = torch.randn(3, 9, 8)
+    expected, rows = reference(lstm, inputs, lengths)
+    ours = bucketed_bilstm(lstm.to(torch.bfloat16), inputs.to(torch.bfloat16), lengths, rows)
+    assert ours.dtype == torch.bfloat16 and torch.allclose(ours.float(), expected, atol=5e-2)
+
+
+def test_dropout_between_layers_in_training():
+    lstm = torch.nn.LSTM(4, 3, num_layers=2, dropout=0.5, bidirectional=True, batch_first=True).double()
+    lengths = torch.tensor([5, 2])
+    inputs = torch.randn(2, 5, 4, dtype=torch.float64)
+    _, rows = reference(lstm, inputs, lengths)
+    lstm.eval()
+    assert torch.allclose(bucketed_bilstm(lstm, inputs, lengths, rows), reference(lstm, inputs, lengths)[0])
+    lstm.train()
+    torch.manual_seed(0)
+    outputs = {tuple(bucketed_bilstm(lstm, inputs, lengths, rows).flatten().tolist()) for _ in range(3)}
+    assert len(outputs) > 1  # dropout masks differ between calls
+
+
+def test_runs_on_only_float_bidirectional_lstms_on_the_cpu():
+    inputs = torch.zeros(1, 1, 4)
+    assert runs_on(torch.nn.LSTM(4, 3, bidirectional=True, batch_first=True), inputs)
+    assert not runs_on(torch.nn.LSTM(4, 3, batch_first=True), inputs)
+    assert not runs_on(torch.nn.LSTM(4, 3, bidirectional=True), inputs)
+    assert not runs_on(torch.nn.LSTM(4, 3, bidirectional=True, batch_first=True), inputs.long())
+    int8 = quantize.inference_copy(BiLSTMCRF(4, 2, hidden_width=3), "int8")
+    assert not runs_on(int8.lstm, inputs)  # the int8 copy runs packed
+    assert runs_on(quantize.inference_copy(BiLSTMCRF(4, 2, hidden_width=3), "bf16").lstm, inputs.bfloat16())
+
+
+@pytest.mark.parametrize("transitions", ["full", "factored"])
+@pytest.mark.parametrize("train", [False, True])
+def test_the_network_scores_alike_both_ways(transitions, train):
+    """BiLSTMCRF with lstm_runs "auto" (bucketed on the CPU) and "packed":
+    the same emissions, packed and padded, empty and one-token rows included,
+    and the same gradients."""
+    torch.manual_seed(1)
+    classes = [0, 0, 1, 2, 2] if transitions == "factored" else None
+    network = BiLSTMCRF(6, 5, hidden_width=4, depth=2, transitions=transitions, classes=classes).double()
+    network.train(train)  # no dropout configured: both ways are deterministic
+    lengths = torch.tensor([4, 0, 1, 7, 3])
+    inputs = torch.randn(5, 7, 6, dtype=torch.float64, requires_grad=True)
+    results = {}
+    for runs in ("packed", "auto"):
+        network.lstm_runs = runs
+        padded = network(inputs, lengths)
+        grads = torch.autograd.grad(padded.emissions[padded.mask].sum(), [inputs, *network.lstm.parameters()])
+        with torch.no_grad():
+            packed = network(inputs, lengths, packed=True)
+        assert isinstance(packed, PackedScores)
+        results[runs] = (padded.emissions.detach(), packed.data, grads)
+    (a, pa, ga), (b, pb, gb) = results["packed"], results["auto"]
+    assert torch.allclose(a, b, atol=1e-12) and torch.allclose(pa, pb, atol=1e-12)
+    assert all(torch.allclose(x, y, atol=1e-12) for x, y in zip(ga, gb))
