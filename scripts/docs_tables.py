@@ -358,9 +358,28 @@ def lstm_cpu(root: Path, folder: str = "speed/buckets") -> Optional[str]:
         for p in pipes:
             words = p["words_per_second"]
             rows.append(f"| `{p['model']}` | {p['quantize']} | {words['packed']:,.0f} | {words['buckets']:,.0f} "
-                        f"| {p['speedup']:.2f}x | {p['tokens_labelled_differently']:.2%} |")
+                        f"| {p['speedup']:.2f}x | {p['tokens_labelled_differently']:.3%} |")
         parts += ["`nlp.pipe` words/s of the dev docs (batch 256), the two ways in turn:", "\n".join(rows)]
     return "\n\n".join(parts)
+
+
+def train_steps_before_after(root: Path, folder: str = "speed/buckets") -> Optional[str]:
+    """metrics/FOLDER/train_steps_{now,before}_N.json (`python -m benchmarks.train_steps ...`, this
+    code and an older checkout's in turn): `spacy train` steps/s and words/s per round."""
+    folder_path = root / "metrics" / folder
+    rounds = sorted({path.stem.rsplit("_", 1)[1] for path in folder_path.glob("train_steps_now_*.json")})
+    pairs = [(load(folder_path / f"train_steps_now_{n}.json"), load(folder_path / f"train_steps_before_{n}.json"))
+             for n in rounds]
+    pairs = [(now, before) for now, before in pairs if now and before]
+    if not pairs:
+        return None
+    lines = ["| round | steps | this code: steps/s, words/s | before: steps/s, words/s | this / before |",
+             "|---|---|---|---|---|"]
+    for number, (now, before) in enumerate(pairs, 1):
+        lines.append(f"| {number} | {now['steps']} | {now['steps_per_second']:.2f}, {now['words_per_second']:,} "
+                     f"| {before['steps_per_second']:.2f}, {before['words_per_second']:,} "
+                     f"| {now['steps_per_second'] / before['steps_per_second']:.2f}x |")
+    return environment_line(*(r for pair in pairs for r in pair)) + " One thread; `spacy train` after its first steps.\n\n" + "\n".join(lines)
 
 
 def morph(root: Path) -> Optional[str]:
@@ -453,15 +472,16 @@ def calibration(root: Path) -> Optional[str]:
     return "ECE: 15 equal-width bins.\n\n" + "\n".join(lines) + ("\n\n" + "\n".join(images) if images else "")
 
 
-def time_to_accuracy(root: Path) -> Optional[str]:
-    """metrics/speed/time_to_accuracy.json: `python -m benchmarks.time_to_accuracy ...`."""
-    record = load(root / "metrics" / "speed" / "time_to_accuracy.json")
+def time_to_accuracy(root: Path, folder: str = "speed") -> Optional[str]:
+    """metrics/FOLDER/time_to_accuracy.json: `python -m benchmarks.time_to_accuracy ...`, with
+    its plot (metrics/FOLDER/time_to_accuracy*.png, copied to docs/images/)."""
+    record = load(root / "metrics" / folder / "time_to_accuracy.json")
     if record is None:
         return None
     head = (f"{environment_line(record)} `spacy train` wall time, start-up and evaluations included, "
             f"{record['threads']} thread(s), one training at a time; dev `{record['score']}`.")
-    image = root / "metrics" / "speed" / "time_to_accuracy.png"
-    plot = "\n\n![dev score against wall time](images/time_to_accuracy.png)" if image.exists() else ""
+    images = sorted((root / "metrics" / folder).glob("time_to_accuracy*.png"))
+    plot = f"\n\n![dev score against wall time](images/{images[0].name})" if images else ""
     return head + "\n\n" + time_to_accuracy_table(record) + plot
 
 
@@ -599,6 +619,7 @@ def copy_images(root: Path) -> None:
     images = sorted((root / "metrics" / "calibration").glob("reliability_*.png"))
     images += sorted((root / "metrics" / "calibration").glob("pr_*.png"))
     images += sorted((root / "metrics" / "speed").glob("time_to_accuracy.png"))
+    images += sorted((root / "metrics" / "speed" / "buckets").glob("time_to_accuracy_*.png"))
     if images:
         (root / "docs" / "images").mkdir(parents=True, exist_ok=True)
     for image in images:
@@ -682,6 +703,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "gpu-pipeline": gpu_pipeline,
     "gpu-before-after": gpu_before_after,
     "lstm-cpu": lstm_cpu,
+    "train-steps-buckets": train_steps_before_after,
+    "time-to-accuracy-buckets": functools.partial(time_to_accuracy, folder="speed/buckets"),
     # measured with the bucketed BiLSTM (`--allocator steady`)
     "quantize-buckets": functools.partial(quantize, folder="speed/buckets"),
     "factory-defaults-buckets": functools.partial(factory_defaults, folder="speed/buckets"),

@@ -278,3 +278,24 @@ def test_cpu_viterbi_table(tmp_path):
     assert "| `training/cpu/model-best` | none | (201, 315, 49), full | True / True | 60.0 ms | 10.0 ms (6.0x) | 9.0 ms |" in performance
     assert ("| `training/cpu/model-best` | none | 50,000 | 52,000 (1.04x) | 55,000 (1.10x) | 0.00% |") in performance
     assert "medians of 7 rounds" in performance
+
+
+def test_bucketed_lstm_tables(tmp_path):
+    """benchmarks.lstm_cpu's cases and pipelines, and the spacy train rounds of two codes."""
+    from scripts.docs_tables import lstm_cpu, train_steps_before_after
+
+    assert lstm_cpu(tmp_path) is None and train_steps_before_after(tmp_path) is None
+    folder = tmp_path / "metrics" / "speed" / "buckets"
+    case = {"case": "train: 1,000-word batch", "rows": 70, "tokens": 1002, "longest": 58,
+            "ms": {"packed": 140.2, "buckets 2.0/80.0": 70.1}, "speedup": {"packed": 1.0, "buckets 2.0/80.0": 2.0}}
+    pipe = {"model": "m", "quantize": "bf16", "words_per_second": {"packed": 70902.0, "buckets": 123090.0},
+            "speedup": 1.736, "tokens_labelled_differently": 0.00004}
+    write(folder / "lstm_cpu_en.json", {"inputs": 128, "hidden": 192, "depth": 1, "threads": 1, "repeats": 7,
+                                        "cases": [case], "pipelines": [pipe], "environment": ENV})
+    table = lstm_cpu(tmp_path)
+    assert "| en | train: 1,000-word batch | 70, 1,002 (58) | 140.2 ms | 70.1 ms | 2.00x |" in table
+    assert "| `m` | bf16 | 70,902 | 123,090 | 1.74x | 0.004% |" in table and "Some CPU" in table
+    for name, steps in [("now", 8.0), ("before", 6.4)]:
+        write(folder / f"train_steps_{name}_1.json", {"steps": 270, "steps_per_second": steps,
+                                                      "words_per_second": int(100 * steps), "environment": ENV})
+    assert "| 1 | 270 | 8.00, 800 | 6.40, 640 | 1.25x |" in train_steps_before_after(tmp_path)
