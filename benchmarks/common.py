@@ -107,6 +107,11 @@ def unannotated_docs(nlp: Language, corpus_path: str) -> List[Doc]:
     return [bare(doc) for doc in DocBin().from_disk(corpus_path).get_docs(nlp.vocab)]
 
 
+def token_labels(nlp: Language, docs: List[Doc]) -> List[str]:
+    """Every token's label as a pipeline writes it (tag, POS and morph), on copies of docs."""
+    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe(d.copy() for d in docs) for t in doc]
+
+
 def bare(doc: Doc) -> Doc:
     """The doc's words and spaces, without annotation.
 

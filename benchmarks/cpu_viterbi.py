@@ -30,7 +30,16 @@ from thinc.api import ArgsKwargs
 
 from spacy_crf.nn import PackedScores, dispatch
 
-from .common import add_allocator_argument, in_turn, median_ms, unannotated_docs, use_allocator, words_per_second, write_json
+from .common import (
+    add_allocator_argument,
+    in_turn,
+    median_ms,
+    token_labels,
+    unannotated_docs,
+    use_allocator,
+    words_per_second,
+    write_json,
+)
 
 CODES = {"torch": "torch", "numba": "numba"}  # decoder -> SPACY_CRF_KERNELS
 # nlp.pipe variants -> (SPACY_CRF_KERNELS, packed emissions)
@@ -54,11 +63,6 @@ def emissions(nlp, packed: bool) -> Iterator[None]:
         yield
     finally:
         wrapper.attrs["convert_inputs"] = convert
-
-
-def labels(nlp, docs) -> List[str]:
-    """Every token's label as the component writes it (tag, POS and morph)."""
-    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe(d.copy() for d in docs) for t in doc]
 
 
 def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
@@ -86,7 +90,7 @@ def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
     try:
         rates = in_turn(VARIANTS, repeats,
                         lambda v: run(v, lambda: words_per_second(nlp, docs, repeats=1, batch_size=256)[0]), warmup=1)
-        outputs = {variant: run(variant, lambda: labels(nlp, docs)) for variant in VARIANTS}
+        outputs = {variant: run(variant, lambda: token_labels(nlp, docs)) for variant in VARIANTS}
     finally:
         if saved is None:
             os.environ.pop("SPACY_CRF_KERNELS", None)

@@ -35,7 +35,15 @@ from spacy_crf.nn import BiLSTMCRF, bucketed_lstm
 
 from spacy_crf.ml import crf_shim, torch_network
 
-from .common import add_allocator_argument, in_turn, report, unannotated_docs, use_allocator, words_per_second
+from .common import (
+    add_allocator_argument,
+    in_turn,
+    report,
+    token_labels,
+    unannotated_docs,
+    use_allocator,
+    words_per_second,
+)
 
 CHUNK = 512
 
@@ -69,11 +77,6 @@ def timer(network: BiLSTMCRF, lengths: List[int], train: bool) -> Callable[[], N
     return run
 
 
-def labels(nlp, docs) -> List[str]:
-    """Every token's label as the component writes it (tag, POS and morph)."""
-    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe(d.copy() for d in docs) for t in doc]
-
-
 def pipeline_rates(spec: str, corpus: str, repeats: int) -> Dict[str, object]:
     """nlp.pipe words/s of a trained pipeline with its BiLSTM packed and bucketed, in turn."""
     path, *options = spec.split(",")
@@ -94,7 +97,7 @@ def pipeline_rates(spec: str, corpus: str, repeats: int) -> Dict[str, object]:
     settings = ["packed", "buckets"]
     rates = in_turn(settings, repeats, lambda v: run(v, lambda: words_per_second(nlp, docs, repeats=1, batch_size=256)[0]),
                     warmup=1)
-    outputs = {setting: run(setting, lambda: labels(nlp, docs)) for setting in settings}
+    outputs = {setting: run(setting, lambda: token_labels(nlp, docs)) for setting in settings}
     medians = {name: sorted(values)[len(values) // 2] for name, values in rates.items()}
     differ = sum(a != b for a, b in zip(outputs["packed"], outputs["buckets"]))
     return {"model": path, "quantize": quantize, "n_words": sum(len(doc) for doc in docs),

@@ -156,7 +156,7 @@ class BiLSTMCRF(nn.Module):
             rows = packing_rows(lengths.clamp(min=1), T)
             if self.compute_dtype is not None:
                 hidden = hidden.to(self.compute_dtype)
-            if getattr(self, "lstm_runs", "auto") == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
+            if self.lstm_runs == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
                 # on the CPU: oneDNN's LSTM over length buckets, same outputs
                 output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows)
             else:
