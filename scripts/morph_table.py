@@ -36,10 +36,11 @@ from spacy_crf.scorers import crf_tagger_score
 from .common import gold_sentences
 
 # the workflow's configs first, in this order; any other config after them
-CONFIG_ORDER = ["cpu_morph", "cpu_morph_full", "cpu_morph_docs", "cpu_morph_char", "baseline_pos"]
-# runs of a config with settings changed on the command line (morph-ablation)
+CONFIG_ORDER = ["cpu_morph", "cpu_morph_full", "cpu_morph_linear", "cpu_morph_docs", "cpu_morph_char", "baseline_pos"]
+# runs of a config with settings changed on the command line (morph-ablation, morph-emissions)
 VARIANTS = {
     "cpu_morph_full": "`configs/cpu_morph.cfg`, transitions = \"full\"",
+    "cpu_morph_linear": "`configs/cpu_morph.cfg`, emissions = \"full\"",
     "cpu_morph_docs": "`configs/cpu_morph.cfg`, trained on whole docs (corpora.train.gold_preproc = false)",
 }
 # McNemar files of the paired-morph command, in the table's order

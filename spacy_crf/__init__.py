@@ -18,6 +18,7 @@ from .about import __version__
 from .ml import (
     build_bilstm_crf,
     build_bilstm_crf_v2,
+    build_bilstm_crf_v3,
     build_char_cnn,
     build_hash_char_embed,
     build_hash_char_embed_v2,
@@ -33,6 +34,7 @@ __all__ = [
     "__version__",
     "build_bilstm_crf",
     "build_bilstm_crf_v2",
+    "build_bilstm_crf_v3",
     "build_char_cnn",
     "build_hash_char_embed",
     "build_hash_char_embed_v2",

@@ -103,7 +103,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "spans (incorrect_spans_key) need target \"ents\"."
     )
     E021 = "Component '{name}' was given {setting}={value}: a probability p with {low} p <= 1 is expected."
-    E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF.v2: expected one of {options}."
+    E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF.v2 or .v3: expected one of {options}."
     E023 = (
         "Component '{name}' has a model with transitions = \"factored\", which "
         "scores transitions between the classes of its labels, but its target "
@@ -125,6 +125,15 @@ class Errors(metaclass=ErrorsWithCodes):
     E027 = (
         "Component '{name}' was given quantize='int8', but torch {version} has no dynamic quantization "
         "(torch.ao.quantization.quantize_dynamic). Use quantize='none', or a torch that has it."
+    )
+    E028 = "Unknown emissions '{value}' for spacy_crf.BiLSTMCRF.v3: expected one of {options}."
+    E029 = (
+        "Component '{name}' has a model with emissions = \"composed\", which "
+        "scores each label as the sum of its parts, but its target '{target}' "
+        "gives its labels no parts (or none of its labels has one). Composed emissions work with the targets "
+        "\"pos+morph\" (a bundle's UPOS and features), \"morph\" (its "
+        "features) and \"tag+pos\" (its tag and UPOS); use emissions = "
+        "\"full\" for the others."
     )
 
 

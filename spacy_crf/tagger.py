@@ -30,9 +30,11 @@ from .ml import (
     crf_shim,
     set_constraints,
     set_label_classes,
+    set_label_parts,
     set_quantize,
     torch_network,
     uses_label_classes,
+    uses_label_parts,
 )
 from .nn import quantize as quantization
 from .scorers import crf_tagger_score
@@ -44,6 +46,7 @@ from .targets import (
     entity_offsets,
     gold_ids,
     label_classes,
+    label_parts,
     span_patterns,
 )
 from .threads import torch_threads
@@ -457,6 +460,10 @@ class CRFTagger(TrainablePipe):
         if classes is None and uses_label_classes(self.model):
             raise ValueError(Errors.E023.format(name=self.name, target=self.cfg["target"]))
         set_label_classes(self.model, classes)
+        parts = label_parts(self._target, self.labels)
+        if (parts is None or not any(parts)) and uses_label_parts(self.model):
+            raise ValueError(Errors.E029.format(name=self.name, target=self.cfg["target"]))
+        set_label_parts(self.model, parts)
         self.model.get_ref("output_layer").set_dim("nO", len(self.labels), force=True)
         self.model.initialize(X=doc_sample)
         set_constraints(self.model, masks)

@@ -157,6 +157,11 @@ class JointTarget:
         """The class of a label for factored transitions: its UPOS."""
         return self.split(label)[1]
 
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: its tag and its UPOS."""
+        tag, pos = self.split(label)
+        return [f"TAG={tag}", f"POS={pos}"]
+
     def split(self, label: str) -> Tuple[str, str]:
         """("NNS", "NOUN") of "NNS|NOUN"."""
         tag, _, pos = label.rpartition(self.SEPARATOR)
@@ -216,6 +221,10 @@ class MorphTarget:
 
     def accepts(self, label: str) -> bool:
         return True
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: its features ("_": none)."""
+        return [] if label == Morphology.EMPTY_MORPH else label.split(Morphology.FEATURE_SEP)
 
     def gold_values(self, example: Example, scheme: str) -> List[str]:
         """One gold value per predicted token: the analysis, "" where unset or
@@ -286,6 +295,10 @@ class PosMorphTarget:
     def label_class(self, label: str) -> str:
         """The class of a label for factored transitions: its UPOS."""
         return split_bundle(label)[0]
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: "POS=NOUN" and each feature."""
+        return label.split(Morphology.FEATURE_SEP)
 
     def gold_values(self, example: Example, scheme: str) -> List[str]:
         poses = example.get_aligned("POS", as_string=True)
@@ -383,6 +396,18 @@ def label_classes(target: Target, labels: Sequence[str]) -> Optional[List[int]]:
     names = [label_class(label) for label in labels]
     ids = {name: i for i, name in enumerate(sorted(set(names)))}
     return [ids[name] for name in names]
+
+
+def label_parts(target: Target, labels: Sequence[str]) -> Optional[List[List[int]]]:
+    """The part ids of each label for composed emissions (parts numbered in
+    sorted order of their names), or None if the target's labels have no
+    parts (targets "tag", "pos", "ents")."""
+    parts_of = getattr(target, "label_parts", None)
+    if parts_of is None:
+        return None
+    names = [parts_of(label) for label in labels]
+    ids = {name: i for i, name in enumerate(sorted({part for parts in names for part in parts}))}
+    return [[ids[part] for part in parts] for parts in names]
 
 
 def write_token_attr(

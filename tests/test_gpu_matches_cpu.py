@@ -12,6 +12,7 @@ from .helpers import SMALL_MODEL, TRAIN_DATA, make_examples, make_nlp, train
 from .test_morph import analyses, morph_examples
 
 FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": "factored"}
+COMPOSED = {**FACTORED, "@architectures": "spacy_crf.BiLSTMCRF.v3", "emissions": "composed"}
 TEXTS = ["I like blue ham .", "They eat green eggs", "ham", "", "Eat green eggs !", " ".join(["green eggs"] * 150)]
 
 
@@ -22,7 +23,7 @@ def annotations(nlp, docs):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("setting", ["tag", "factored pos+morph"])
+@pytest.mark.parametrize("setting", ["tag", "factored pos+morph", "composed pos+morph"])
 def test_gpu_predictions_equal_the_cpu_path(setting):
     fix_random_seed(0)
     if setting == "tag":
@@ -30,9 +31,10 @@ def test_gpu_predictions_equal_the_cpu_path(setting):
         examples = make_examples(nlp, TRAIN_DATA)
         rebuild = lambda: make_nlp()  # noqa: E731
     else:
-        nlp = make_nlp(model=FACTORED, target="pos+morph")
+        model = COMPOSED if setting.startswith("composed") else FACTORED
+        nlp = make_nlp(model=model, target="pos+morph")
         examples = morph_examples(nlp)
-        rebuild = lambda: make_nlp(model=FACTORED, target="pos+morph")  # noqa: E731
+        rebuild = lambda: make_nlp(model=model, target="pos+morph")  # noqa: E731
     train(nlp, examples, steps=40)
     tagger = nlp.get_pipe("crf_tagger")
     docs = [nlp.make_doc(text) for text in TEXTS]

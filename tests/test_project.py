@@ -378,6 +378,7 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "cpu_morph-speed.json": {"words_per_second": 12345},
         "cpu_morph-raw.json": {"gold_docs": {"pos_acc": 89.5, "morph_acc": 84.0}, "raw": {"pos_acc": 88.0, "morph_acc": 83.0}},
         "cpu_morph_full.json": {"pos_acc": 0.89, "morph_acc": 0.84},
+        "cpu_morph_linear.json": {"pos_acc": 0.88, "morph_acc": 0.83},
         "baseline_pos.json": {"pos_acc": 0.91, "morph_acc": 0.8},
         "paired_pos.json": {"tokens": 100, "acc_a": 90.0, "acc_b": 91.0, "only_a_right": 3, "only_b_right": 4, "mcnemar_chi2": 0.0},
         "paired_morph.json": {"tokens": 100, "acc_a": 85.0, "acc_b": 80.0, "only_a_right": 9, "only_b_right": 4, "mcnemar_chi2": 1.23},
@@ -395,6 +396,7 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
     assert rows == [
         "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | 89.50 / 84.00 | 88.00 / 83.00 | - | 12,345 |",
         '| cpu_morph_full | `configs/cpu_morph.cfg`, transitions = "full" | 89.00 | 84.00 | - | - | - | - | - |',
+        '| cpu_morph_linear | `configs/cpu_morph.cfg`, emissions = "full" | 88.00 | 83.00 | - | - | - | - | - |',
         "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | - | - | 1.5 min | - |",
     ]
     assert "| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |" in lines

@@ -10,6 +10,7 @@ import spacy_crf
 REGISTERED = [
     ("architectures", "spacy_crf.BiLSTMCRF.v1"),
     ("architectures", "spacy_crf.BiLSTMCRF.v2"),
+    ("architectures", "spacy_crf.BiLSTMCRF.v3"),
     ("architectures", "spacy_crf.HashCharEmbed.v1"),
     ("architectures", "spacy_crf.HashCharEmbed.v2"),
     ("architectures", "spacy_crf.HashCharEmbed.v3"),
@@ -39,6 +40,7 @@ def test_entry_points_work_without_importing_spacy_crf():
         " ('architectures', 'spacy_crf.HashCharEmbed.v1'),"
         " ('architectures', 'spacy_crf.HashCharEmbed.v4'),"
         " ('architectures', 'spacy_crf.CharCNN.v1'),"
+        " ('architectures', 'spacy_crf.BiLSTMCRF.v3'),"
         " ('scorers', 'spacy_crf.crf_tagger_scorer.v1'),"
         " ('scorers', 'spacy_crf.crf_tagger_scorer.v2')]:\n"
         "    getattr(spacy.registry, kind).get(name)\n"

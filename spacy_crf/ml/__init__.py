@@ -4,12 +4,15 @@ calls. The torch maths itself lives in `spacy_crf.nn`."""
 from .bilstm_crf import (
     build_bilstm_crf,
     build_bilstm_crf_v2,
+    build_bilstm_crf_v3,
     crf_shim,
     set_constraints,
     set_label_classes,
+    set_label_parts,
     set_quantize,
     torch_network,
     uses_label_classes,
+    uses_label_parts,
 )
 from .char_cnn import build_char_cnn
 from .crf_batch import CRFBatch, merge_nbest
@@ -28,6 +31,7 @@ __all__ = [
     "DocScores",
     "build_bilstm_crf",
     "build_bilstm_crf_v2",
+    "build_bilstm_crf_v3",
     "build_char_cnn",
     "build_hash_char_embed",
     "build_hash_char_embed_v2",
@@ -39,7 +43,9 @@ __all__ = [
     "merge_nbest",
     "set_constraints",
     "set_label_classes",
+    "set_label_parts",
     "set_quantize",
     "torch_network",
     "uses_label_classes",
+    "uses_label_parts",
 ]

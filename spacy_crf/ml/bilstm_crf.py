@@ -1,5 +1,6 @@
-"""The registered architectures `spacy_crf.BiLSTMCRF.v1` and `.v2` (v1 plus
-the `transitions` setting): tok2vec -> BiLSTM-CRF.
+"""The registered architectures `spacy_crf.BiLSTMCRF.v1`, `.v2` (v1 plus the
+`transitions` setting) and `.v3` (v2 plus the `emissions` setting): tok2vec
+-> BiLSTM-CRF.
 
 The torch network sits behind Thinc's PyTorchWrapper with a `CRFShim`, which
 builds it once the input width and the number of labels are known (at
@@ -19,6 +20,7 @@ from thinc.types import Floats2d
 from ..errors import Errors
 from ..nn import BiLSTMCRF, CRFScores, PackedScores
 from ..nn.bilstm_crf import TRANSITIONS
+from ..nn.emissions import EMISSIONS
 from .crf_batch import CRFBatch, chunk_lengths
 from .shim import CRFShim
 
@@ -52,6 +54,25 @@ def build_bilstm_crf_v2(
     input_dropout: float = 0.0,
     transitions: str = "full",
 ) -> Model[List[Doc], CRFBatch]:
+    """spacy_crf.BiLSTMCRF.v3 with emissions = "full" (see there)."""
+    return build_bilstm_crf_v3(
+        tok2vec, hidden_width, depth, dropout, crf, chunk_size, nO, input_dropout, transitions, emissions="full"
+    )
+
+
+@registry.architectures("spacy_crf.BiLSTMCRF.v3")
+def build_bilstm_crf_v3(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    hidden_width: int = 128,
+    depth: int = 1,
+    dropout: float = 0.0,
+    crf: bool = True,
+    chunk_size: int = 512,
+    nO: Optional[int] = None,
+    input_dropout: float = 0.0,
+    transitions: str = "full",
+    emissions: str = "full",
+) -> Model[List[Doc], CRFBatch]:
     """Build a BiLSTM-CRF tagger on top of any tok2vec.
 
     tok2vec (Model[List[Doc], List[Floats2d]]): the token vectors, e.g. a
@@ -71,10 +92,17 @@ def build_bilstm_crf_v2(
         leaving and one for entering each label (C * C + 2K), exact and
         O(K * C) a token: for large label sets whose labels have a class, e.g.
         target "pos+morph" (bundles, by their UPOS) or "tag+pos" (by UPOS).
+    emissions (str): "full", a linear layer to the labels (K * width
+        weights); or "composed", each label's score the sum of its parts'
+        scores plus a bias (width * P + K weights), for labels made of parts:
+        target "pos+morph" (a bundle's UPOS and features), "morph" (its
+        features) or "tag+pos" (its tag and UPOS).
     RETURNS (Model[List[Doc], CRFBatch]): the CRF scores of a batch of docs.
     """
     if transitions not in TRANSITIONS:
         raise ValueError(Errors.E022.format(value=transitions, options=", ".join(TRANSITIONS)))
+    if emissions not in EMISSIONS:
+        raise ValueError(Errors.E028.format(value=emissions, options=", ".join(EMISSIONS)))
     shim = CRFShim(
         hidden_width=hidden_width,
         depth=depth,
@@ -82,6 +110,7 @@ def build_bilstm_crf_v2(
         learn_transitions=crf,
         input_dropout=input_dropout,
         transitions=transitions,
+        emissions=emissions,
     )
     wrapper = Model(
         "pytorch",
@@ -133,6 +162,17 @@ def set_label_classes(model: Model, classes: Optional[Sequence[int]]) -> None:
     """Give the network the class id (0..C-1) of each label, before it is
     built: factored transitions need them; full ones ignore them."""
     crf_shim(model).set_label_classes(classes)
+
+
+def set_label_parts(model: Model, parts: Optional[Sequence[Sequence[int]]]) -> None:
+    """Give the network the part ids of each label before it is built:
+    composed emissions need them; full ones ignore them."""
+    crf_shim(model).set_label_parts(parts)
+
+
+def uses_label_parts(model: Model) -> bool:
+    """Whether the model's emissions are composed from the labels' parts."""
+    return crf_shim(model).cfg["network"].get("emissions") == "composed"
 
 
 def uses_label_classes(model: Model) -> bool:

@@ -37,22 +37,26 @@ from ..nn import BiLSTMCRF
 from ..nn import quantize as quantization
 
 # The network's settings that decide the shapes of its weights.
-STRUCTURAL = ("hidden_width", "depth", "learn_transitions", "transitions")
+STRUCTURAL = ("hidden_width", "depth", "learn_transitions", "transitions", "emissions")
+# What a file saved before a setting existed was made with.
+BEFORE_THE_SETTING = {"transitions": "full", "emissions": "full"}
 
 
 class CRFShim(PyTorchShim):
     """A PyTorchShim for a BiLSTMCRF that is built when its sizes are known.
 
     hidden_width, depth, dropout, learn_transitions, input_dropout,
-    transitions: the network's settings (see `spacy_crf.nn.BiLSTMCRF`).
-    With transitions = "factored" the labels' classes (`set_label_classes`)
-    are needed to build, and are saved with the sizes.
+    transitions, emissions: the network's settings (see `spacy_crf.nn.BiLSTMCRF`).
+    With transitions = "factored" the labels' classes (`set_label_classes`),
+    with emissions = "composed" the labels' parts (`set_label_parts`) are
+    needed to build, and are saved with the sizes.
     """
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(None, config={"network": dict(settings)})
         self._constraints: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
         self.label_classes: Optional[List[int]] = None
+        self.label_parts: Optional[List[List[int]]] = None
         self.quantize = "none"
         self._inference_copy: Optional[torch.nn.Module] = None
 
@@ -78,6 +82,10 @@ class CRFShim(PyTorchShim):
         """The class id of each label, for factored transitions (read at `build`)."""
         self.label_classes = None if classes is None else [int(c) for c in classes]
 
+    def set_label_parts(self, parts: Optional[Sequence[Sequence[int]]]) -> None:
+        """The part ids of each label, for composed emissions (read at `build`)."""
+        self.label_parts = None if parts is None else [[int(p) for p in label] for label in parts]
+
     @property
     def network(self) -> Optional[BiLSTMCRF]:
         """RETURNS (Optional[BiLSTMCRF]): the torch network, None until built."""
@@ -93,8 +101,11 @@ class CRFShim(PyTorchShim):
         """Create a freshly initialized network for these sizes."""
         network_cfg = {**self.cfg["network"], "n_inputs": n_inputs, "n_labels": n_labels}
         network_cfg.pop("classes", None)
+        network_cfg.pop("parts", None)
         if network_cfg.get("transitions") == "factored":
             network_cfg["classes"] = self.label_classes
+        if network_cfg.get("emissions") == "composed":
+            network_cfg["parts"] = self.label_parts
         settings = dict(network_cfg)
         network = BiLSTMCRF(settings.pop("n_inputs"), settings.pop("n_labels"), **settings)
         self._model = network.to(get_torch_default_device())
@@ -198,16 +209,19 @@ class CRFShim(PyTorchShim):
         saved = (msg.get("config") or {}).get("network") or _settings_from_weights(state)
         configured = self.cfg["network"]
         for key in STRUCTURAL:
-            if key in saved and saved[key] != configured[key]:
-                raise ValueError(f"{key} is {saved[key]!r} in the file, {configured[key]!r} in the config")
-        previous = (self._model, self.cfg, self.label_classes)
+            in_file = saved.get(key, BEFORE_THE_SETTING.get(key))
+            if in_file is not None and key in configured and in_file != configured[key]:
+                raise ValueError(f"{key} is {in_file!r} in the file, {configured[key]!r} in the config")
+        previous = (self._model, self.cfg, self.label_classes, self.label_parts)
         if saved.get("classes") is not None:
             self.label_classes = saved["classes"]
+        if saved.get("parts") is not None:
+            self.label_parts = saved["parts"]
         self.build(saved["n_inputs"], saved["n_labels"])
         try:
             self._model.load_state_dict(state)
         except Exception:
-            self._model, self.cfg, self.label_classes = previous
+            self._model, self.cfg, self.label_classes, self.label_parts = previous
             raise
         return self
 

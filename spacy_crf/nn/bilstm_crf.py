@@ -1,4 +1,5 @@
-"""The torch network behind crf_tagger: BiLSTM -> linear emissions -> CRF scores.
+"""The torch network behind crf_tagger: BiLSTM -> emissions (linear, or
+composed from the labels' parts: emissions.py) -> CRF scores.
 
 Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
 transition, start and end parameters); the loss and decoding live in crf.py.
@@ -12,6 +13,7 @@ from torch.nn.utils.rnn import PackedSequence
 from . import bucketed_lstm
 from .constraints import forbid
 from .crf import CRFScores
+from .emissions import EMISSIONS, ComposedEmission
 from .factored import factored_transitions
 from .packed import PackedScores, packing_rows
 
@@ -35,6 +37,11 @@ class BiLSTMCRF(nn.Module):
         token (see factored.py).
     classes (Optional[Sequence[int]]): with "factored", the class id (0..C-1)
         of each label.
+    emissions (str): "full", a linear layer to the K labels; or "composed",
+        each label's score the sum of its parts' scores plus a bias (see
+        emissions.py).
+    parts (Optional[Sequence[Sequence[int]]]): with "composed", the part ids
+        of each label.
     """
 
     def __init__(
@@ -49,10 +56,14 @@ class BiLSTMCRF(nn.Module):
         input_dropout: float = 0.0,
         transitions: str = "full",
         classes: Optional[Sequence[int]] = None,
+        emissions: str = "full",
+        parts: Optional[Sequence[Sequence[int]]] = None,
     ) -> None:
         super().__init__()
         if transitions not in TRANSITIONS:
             raise ValueError(f"transitions must be one of {TRANSITIONS}, got {transitions!r}")
+        if emissions not in EMISSIONS:
+            raise ValueError(f"emissions must be one of {EMISSIONS}, got {emissions!r}")
         self.factored = transitions == "factored"
         self.n_inputs = n_inputs
         self.lstm = None
@@ -76,7 +87,12 @@ class BiLSTMCRF(nn.Module):
         self.lstm_runs = "auto"
         self.dropout = nn.Dropout(dropout)
         self.input_dropout = nn.Dropout(input_dropout)
-        self.emission = nn.Linear(width, n_labels)
+        if emissions == "composed":
+            if parts is None or len(parts) != n_labels:
+                raise ValueError(f"composed emissions need the part ids of each of the {n_labels} labels")
+            self.emission: nn.Module = ComposedEmission(width, parts)
+        else:
+            self.emission = nn.Linear(width, n_labels)
         shapes = {"transitions": (n_labels, n_labels)}
         self.register_buffer("label_classes", None, persistent=False)
         if self.factored:
