@@ -394,7 +394,7 @@ def label_classes(target: Target, labels: Sequence[str]) -> Optional[List[int]]:
     if label_class is None:
         return None
     names = [label_class(label) for label in labels]
-    ids = {name: i for i, name in enumerate(sorted(set(names)))}
+    ids = _ids_in_sorted_order(names)
     return [ids[name] for name in names]
 
 
@@ -406,8 +406,13 @@ def label_parts(target: Target, labels: Sequence[str]) -> Optional[List[List[int
     if parts_of is None:
         return None
     names = [parts_of(label) for label in labels]
-    ids = {name: i for i, name in enumerate(sorted({part for parts in names for part in parts}))}
+    ids = _ids_in_sorted_order(part for parts in names for part in parts)
     return [[ids[part] for part in parts] for parts in names]
+
+
+def _ids_in_sorted_order(names: Iterable[str]) -> Dict[str, int]:
+    """An id for each distinct name, 0, 1, ... in sorted order of the names."""
+    return {name: i for i, name in enumerate(sorted(set(names)))}
 
 
 def write_token_attr(

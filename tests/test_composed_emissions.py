@@ -11,7 +11,7 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 from torch import nn
 
-from spacy_crf.ml import torch_network
+from spacy_crf.ml import crf_shim, torch_network
 from spacy_crf.nn import BiLSTMCRF
 from spacy_crf.nn.emissions import ComposedEmission
 from spacy_crf.nn.quantize import bf16_copy, int8_copy
@@ -22,12 +22,11 @@ from .helpers import (
     MORPH_SENTENCES,
     SMALL_MODEL,
     TRAIN_DATA,
-    assert_same_weights,
     make_examples,
     make_nlp,
     train,
 )
-from .test_morph import TEST_TEXTS, analyses, morph_examples
+from .test_morph import TEST_TEXTS, analyses, assert_pos_morph_overfits_and_round_trips, morph_examples
 from .test_tagger import JOINT_DATA
 
 COMPOSED = {
@@ -128,20 +127,7 @@ def trained():
 
 def test_overfitting_IO(trained, tmp_path):
     nlp, losses = trained
-    assert losses["crf_tagger"] < 2.5
-    for words, pos, morphs in MORPH_SENTENCES:
-        assert analyses(nlp(" ".join(words))) == list(zip(pos, morphs))
-    expected = [analyses(doc) for doc in map(nlp, TEST_TEXTS)]
-    nlp.to_disk(tmp_path)
-    nlp2 = spacy.load(tmp_path)
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
-    assert [analyses(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
-    nlp3 = make_nlp(model=COMPOSED, target="pos+morph")
-    nlp3.from_bytes(nlp.to_bytes())
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
-    assert [analyses(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
-    scores = nlp.evaluate(morph_examples(nlp))
-    assert scores["pos_acc"] == 1.0 and scores["morph_acc"] == 1.0
+    assert_pos_morph_overfits_and_round_trips(nlp, losses, COMPOSED, tmp_path)
 
 
 def assert_parts_are_the_labels_upos_and_features(tagger):
@@ -245,19 +231,19 @@ def test_a_file_saved_before_emissions_existed(trained):
     del v2["emissions"]
     nlp = make_nlp(model=v2, target="pos+morph")
     nlp.initialize(get_examples=lambda: morph_examples(nlp))
-    shim = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]
+    shim = crf_shim(nlp.get_pipe("crf_tagger").model)
     msg = srsly.msgpack_loads(shim.to_bytes())
     del msg["config"]["network"]["emissions"]
     old = srsly.msgpack_dumps(msg)
     again = make_nlp(model=v2, target="pos+morph")
     again.initialize(get_examples=lambda: morph_examples(again))
-    again_shim = again.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]
+    again_shim = crf_shim(again.get_pipe("crf_tagger").model)
     again_shim.from_bytes(old)
     for a, b in zip(shim.network.state_dict().values(), again_shim.network.state_dict().values()):
         assert torch.equal(a, b)
     composed = make_nlp(model=COMPOSED, target="pos+morph")
     composed.initialize(get_examples=lambda: morph_examples(composed))
-    composed_shim = composed.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]
+    composed_shim = crf_shim(composed.get_pipe("crf_tagger").model)
     with pytest.raises(ValueError, match="emissions is 'full' in the file, 'composed' in the config"):
         composed_shim.from_bytes(old)
 

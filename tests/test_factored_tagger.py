@@ -2,15 +2,14 @@
 overfitting-IO test, weights-equal round trips, the same decoding as the
 dense reference code on the model's own scores, and the coded errors."""
 import pytest
-import spacy
 import torch
 from thinc.api import fix_random_seed
 
 from spacy_crf.ml import torch_network
 from spacy_crf.nn import crf, dispatch, factored
 
-from .helpers import MORPH_SENTENCES, SMALL_MODEL, TRAIN_DATA, assert_same_weights, make_examples, make_nlp, train
-from .test_morph import TEST_TEXTS, analyses, morph_examples
+from .helpers import SMALL_MODEL, TRAIN_DATA, make_examples, make_nlp, train
+from .test_morph import TEST_TEXTS, assert_pos_morph_overfits_and_round_trips, morph_examples
 
 FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": "factored"}
 
@@ -25,20 +24,7 @@ def trained():
 
 def test_overfitting_IO(trained, tmp_path):
     nlp, losses = trained
-    assert losses["crf_tagger"] < 2.5
-    for words, pos, morphs in MORPH_SENTENCES:
-        assert analyses(nlp(" ".join(words))) == list(zip(pos, morphs))
-    expected = [analyses(doc) for doc in map(nlp, TEST_TEXTS)]
-    nlp.to_disk(tmp_path)
-    nlp2 = spacy.load(tmp_path)
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
-    assert [analyses(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
-    nlp3 = make_nlp(model=FACTORED, target="pos+morph")
-    nlp3.from_bytes(nlp.to_bytes())
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
-    assert [analyses(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
-    scores = nlp.evaluate(morph_examples(nlp))
-    assert scores["pos_acc"] == 1.0 and scores["morph_acc"] == 1.0
+    assert_pos_morph_overfits_and_round_trips(nlp, losses, FACTORED, tmp_path)
 
 
 def test_factors_are_the_parameters_and_classes_are_the_upos(trained):

@@ -52,6 +52,27 @@ def analyses(doc):
     return [(token.pos_, str(token.morph)) for token in doc]
 
 
+def assert_pos_morph_overfits_and_round_trips(nlp, losses, model, tmp_path):
+    """The overfitting-IO checks of a "pos+morph" pipeline trained on
+    MORPH_SENTENCES with `model`: it learnt them, and reloads (from disk, and
+    into a new pipeline of the same model from bytes) with equal weights and
+    the same analyses."""
+    assert losses["crf_tagger"] < 2.5
+    for words, pos, morphs in MORPH_SENTENCES:
+        assert analyses(nlp(" ".join(words))) == list(zip(pos, morphs))
+    expected = [analyses(doc) for doc in map(nlp, TEST_TEXTS)]
+    nlp.to_disk(tmp_path)
+    nlp2 = spacy.load(tmp_path)
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
+    assert [analyses(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
+    nlp3 = make_nlp(model=model, target="pos+morph")
+    nlp3.from_bytes(nlp.to_bytes())
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
+    assert [analyses(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
+    scores = nlp.evaluate(morph_examples(nlp))
+    assert scores["pos_acc"] == 1.0 and scores["morph_acc"] == 1.0
+
+
 @pytest.fixture(scope="module")
 def trained():
     """A trained pipeline per target."""
