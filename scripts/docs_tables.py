@@ -336,6 +336,40 @@ def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str
     return head + "\n\n" + "\n".join(lines)
 
 
+def gpu_emissions(root: Path, folder: str = "speed/gpu_h200_composed") -> Optional[str]:
+    """metrics/FOLDER/stages_gpu_tr_{cpu_morph,cpu_morph_full}_N.json (`benchmarks.gpu_stages`) and
+    train_steps_gpu_tr_*_N.json (`benchmarks.train_steps`): configs/cpu_morph.cfg with composed and
+    with full emissions on the GPU, in turn, per round."""
+    folder_path = root / "metrics" / folder
+    names = {"cpu_morph": "composed", "cpu_morph_full": "full"}
+    stages = {kind: [load(p) for p in sorted(folder_path.glob(f"stages_gpu_tr_{name}_[0-9]*.json"))]
+              for name, kind in names.items()}
+    if not all(stages.values()):
+        return None
+    lines = ["| emissions | network (ms), per round | decode (ms) | predict (ms), per round | median predict | words/s |",
+             "|---|---|---|---|---|---|"]
+    for kind, records in stages.items():
+        network = [r["ms"]["tok2vec + network"] - r["ms"]["tok2vec"] for r in records]
+        predict = [r["ms"]["predict"] for r in records]
+        decode = statistics.median(r["ms"]["decode (Viterbi)"] for r in records)
+        words = int(statistics.median(r["predict_words_per_second"] for r in records))
+        lines.append(f"| {kind} | {', '.join(f'{v:.1f}' for v in network)} | {decode:.1f} "
+                     f"| {', '.join(f'{v:.1f}' for v in predict)} | {statistics.median(predict):.1f} | {words:,} |")
+    first = stages["composed"][0]
+    parts = [f"{environment_line(first)} Turkish IMST dev ({first['n_docs']} docs, {first['n_words']:,} words) as one "
+             f"batch, freshly initialized networks; each cell the median of CUDA-synchronised runs.", "\n".join(lines)]
+    steps = {kind: [load(p) for p in sorted(folder_path.glob(f"train_steps_gpu_tr_{name}_[0-9]*.json"))]
+             for name, kind in names.items()}
+    if all(steps.values()):
+        rows = ["| emissions | `spacy train` steps/s, per round | median |", "|---|---|---|"]
+        for kind, records in steps.items():
+            values = [r["steps_per_second"] for r in records]
+            rows.append(f"| {kind} | {', '.join(f'{v:.1f}' for v in values)} | {statistics.median(values):.1f} |")
+        parts += [f"`spacy train` on Turkish IMST train, {steps['composed'][0]['steps']} steps timed after a warm-up, "
+                  "the two configs in turn:", "\n".join(rows)]
+    return "\n\n".join(parts)
+
+
 def lstm_cpu(root: Path, folder: str = "speed/buckets") -> Optional[str]:
     """metrics/FOLDER/lstm_cpu_*.json (`python -m benchmarks.lstm_cpu ... --output FILE`): the
     network's forward (and backward) with the BiLSTM packed and bucketed, then nlp.pipe both ways."""
@@ -702,6 +736,9 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
     "gpu-before-after": gpu_before_after,
+    # composed emissions, on the GPU (`.device/session.sh`-style runs: gpu_check.sh, then the two configs in turn)
+    "gpu-before-after-composed": functools.partial(gpu_before_after, folder="speed/gpu_h200_composed"),
+    "gpu-emissions": gpu_emissions,
     "lstm-cpu": lstm_cpu,
     "train-steps-buckets": train_steps_before_after,
     "time-to-accuracy-buckets": functools.partial(time_to_accuracy, folder="speed/buckets"),

@@ -92,7 +92,7 @@ def model_weights(tagger):
     for node in tagger.model.walk():
         for name in node.param_names:
             if node.has_param(name):
-                weights[f"{node.id}.{name}"] = numpy.asarray(node.get_param(name))
+                weights[f"{node.id}.{name}"] = node.ops.to_numpy(node.get_param(name))  # cupy on a GPU
     for key, value in torch_network(tagger.model).state_dict().items():
         weights[f"torch.{key}"] = value.cpu().numpy()
     return list(weights.values())
