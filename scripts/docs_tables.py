@@ -317,7 +317,7 @@ def gpu_pipeline(root: Path) -> Optional[str]:
 def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str]:
     """metrics/FOLDER/gpu_pipeline_init_N.json (`bash benchmarks/gpu_check.sh OUT BEFORE` with
     ROUNDS=N): nlp.pipe words/s on the GPU of this code, BEFORE's code and spaCy's tagger, per round."""
-    records = [load(path) for path in sorted((root / "metrics" / folder).glob("gpu_pipeline_init_[0-9]*.json"))]
+    records = [load(path) for path in sorted((root / "metrics" / folder).glob("gpu_pipeline_init_[0-9]*.json"), key=round_number)]
     rounds = [r["nlp_pipe"] for r in records if r and "crf_tagger (before)" in r.get("nlp_pipe", {})]
     if not rounds:
         return None
@@ -336,17 +336,22 @@ def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str
     return head + "\n\n" + "\n".join(lines)
 
 
+def round_number(path: Path) -> int:
+    """The round N of a file named ..._N.json (so that round 10 sorts after round 2)."""
+    return int(path.stem.rsplit("_", 1)[1])
+
+
 def gpu_emissions(root: Path, folder: str = "speed/gpu_h200_composed") -> Optional[str]:
     """metrics/FOLDER/stages_gpu_tr_{cpu_morph,cpu_morph_full}_N.json (`benchmarks.gpu_stages`) and
     train_steps_gpu_tr_*_N.json (`benchmarks.train_steps`): configs/cpu_morph.cfg with composed and
     with full emissions on the GPU, in turn, per round."""
     folder_path = root / "metrics" / folder
     names = {"cpu_morph": "composed", "cpu_morph_full": "full"}
-    stages = {kind: [load(p) for p in sorted(folder_path.glob(f"stages_gpu_tr_{name}_[0-9]*.json"))]
+    stages = {kind: [load(p) for p in sorted(folder_path.glob(f"stages_gpu_tr_{name}_[0-9]*.json"), key=round_number)]
               for name, kind in names.items()}
     if not all(stages.values()):
         return None
-    lines = ["| emissions | network (ms), per round | decode (ms) | predict (ms), per round | median predict | words/s |",
+    lines = ["| emissions | network (ms), per round | median decode (ms) | predict (ms), per round | median predict | median words/s |",
              "|---|---|---|---|---|---|"]
     for kind, records in stages.items():
         network = [r["ms"]["tok2vec + network"] - r["ms"]["tok2vec"] for r in records]
@@ -358,7 +363,7 @@ def gpu_emissions(root: Path, folder: str = "speed/gpu_h200_composed") -> Option
     first = stages["composed"][0]
     parts = [f"{environment_line(first)} Turkish IMST dev ({first['n_docs']} docs, {first['n_words']:,} words) as one "
              f"batch, freshly initialized networks; each cell the median of CUDA-synchronised runs.", "\n".join(lines)]
-    steps = {kind: [load(p) for p in sorted(folder_path.glob(f"train_steps_gpu_tr_{name}_[0-9]*.json"))]
+    steps = {kind: [load(p) for p in sorted(folder_path.glob(f"train_steps_gpu_tr_{name}_[0-9]*.json"), key=round_number)]
              for name, kind in names.items()}
     if all(steps.values()):
         rows = ["| emissions | `spacy train` steps/s, per round | median |", "|---|---|---|"]
@@ -736,7 +741,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
     "gpu-before-after": gpu_before_after,
-    # composed emissions, on the GPU (`.device/session.sh`-style runs: gpu_check.sh, then the two configs in turn)
+    # composed emissions, on the GPU (benchmarks/gpu_check.sh, then the two Turkish configs in turn)
     "gpu-before-after-composed": functools.partial(gpu_before_after, folder="speed/gpu_h200_composed"),
     "gpu-emissions": gpu_emissions,
     "lstm-cpu": lstm_cpu,

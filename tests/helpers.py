@@ -92,9 +92,9 @@ def model_weights(tagger):
     for node in tagger.model.walk():
         for name in node.param_names:
             if node.has_param(name):
-                weights[f"{node.id}.{name}"] = node.ops.to_numpy(node.get_param(name))  # cupy on a GPU
+                weights[f"{node.id}.{name}"] = node.ops.to_numpy(node.get_param(name)).copy()  # cupy on a GPU; a copy, not a view
     for key, value in torch_network(tagger.model).state_dict().items():
-        weights[f"torch.{key}"] = value.cpu().numpy()
+        weights[f"torch.{key}"] = value.cpu().numpy().copy()
     return list(weights.values())
 
 

@@ -266,6 +266,7 @@ def test_overfitting_IO_on_gpu(tmp_path):
     reach its parts' weights there as on the CPU, and the pipeline round-trips."""
     from thinc.api import get_current_ops, require_gpu, set_current_ops
 
+    pytest.importorskip("cupy")
     cpu_ops = get_current_ops()
     require_gpu()
     try:
