@@ -317,7 +317,7 @@ def gpu_pipeline(root: Path) -> Optional[str]:
 def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str]:
     """metrics/FOLDER/gpu_pipeline_init_N.json (`bash benchmarks/gpu_check.sh OUT BEFORE` with
     ROUNDS=N): nlp.pipe words/s on the GPU of this code, BEFORE's code and spaCy's tagger, per round."""
-    records = [load(path) for path in sorted((root / "metrics" / folder).glob("gpu_pipeline_init_[0-9]*.json"), key=round_number)]
+    records = load_rounds(root / "metrics" / folder, "gpu_pipeline_init")
     rounds = [r["nlp_pipe"] for r in records if r and "crf_tagger (before)" in r.get("nlp_pipe", {})]
     if not rounds:
         return None
@@ -341,14 +341,18 @@ def round_number(path: Path) -> int:
     return int(path.stem.rsplit("_", 1)[1])
 
 
+def load_rounds(folder: Path, prefix: str) -> List[Optional[dict]]:
+    """folder/PREFIX_N.json for every round N, in the order of N."""
+    return [load(path) for path in sorted(folder.glob(f"{prefix}_[0-9]*.json"), key=round_number)]
+
+
 def gpu_emissions(root: Path, folder: str = "speed/gpu_h200_composed") -> Optional[str]:
     """metrics/FOLDER/stages_gpu_tr_{cpu_morph,cpu_morph_full}_N.json (`benchmarks.gpu_stages`) and
     train_steps_gpu_tr_*_N.json (`benchmarks.train_steps`): configs/cpu_morph.cfg with composed and
     with full emissions on the GPU, in turn, per round."""
     folder_path = root / "metrics" / folder
     names = {"cpu_morph": "composed", "cpu_morph_full": "full"}
-    stages = {kind: [load(p) for p in sorted(folder_path.glob(f"stages_gpu_tr_{name}_[0-9]*.json"), key=round_number)]
-              for name, kind in names.items()}
+    stages = {kind: load_rounds(folder_path, f"stages_gpu_tr_{name}") for name, kind in names.items()}
     if not all(stages.values()):
         return None
     lines = ["| emissions | network (ms), per round | median decode (ms) | predict (ms), per round | median predict | median words/s |",
@@ -363,8 +367,7 @@ def gpu_emissions(root: Path, folder: str = "speed/gpu_h200_composed") -> Option
     first = stages["composed"][0]
     parts = [f"{environment_line(first)} Turkish IMST dev ({first['n_docs']} docs, {first['n_words']:,} words) as one "
              f"batch, freshly initialized networks; each cell the median of CUDA-synchronised runs.", "\n".join(lines)]
-    steps = {kind: [load(p) for p in sorted(folder_path.glob(f"train_steps_gpu_tr_{name}_[0-9]*.json"), key=round_number)]
-             for name, kind in names.items()}
+    steps = {kind: load_rounds(folder_path, f"train_steps_gpu_tr_{name}") for name, kind in names.items()}
     if all(steps.values()):
         rows = ["| emissions | `spacy train` steps/s, per round | median |", "|---|---|---|"]
         for kind, records in steps.items():
@@ -406,7 +409,7 @@ def train_steps_before_after(root: Path, folder: str = "speed/buckets") -> Optio
     """metrics/FOLDER/train_steps_{now,before}_N.json (`python -m benchmarks.train_steps ...`, this
     code and an older checkout's in turn): `spacy train` steps/s and words/s per round."""
     folder_path = root / "metrics" / folder
-    rounds = sorted({path.stem.rsplit("_", 1)[1] for path in folder_path.glob("train_steps_now_*.json")})
+    rounds = sorted({path.stem.rsplit("_", 1)[1] for path in folder_path.glob("train_steps_now_[0-9]*.json")}, key=int)
     pairs = [(load(folder_path / f"train_steps_now_{n}.json"), load(folder_path / f"train_steps_before_{n}.json"))
              for n in rounds]
     pairs = [(now, before) for now, before in pairs if now and before]

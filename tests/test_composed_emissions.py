@@ -264,17 +264,13 @@ def test_v2_is_v3_with_full_emissions():
 def test_overfitting_IO_on_gpu(tmp_path):
     """Trained on a GPU (CupyOps, CUDA torch): the composed layer's gradients
     reach its parts' weights there as on the CPU, and the pipeline round-trips."""
-    from thinc.api import get_current_ops, require_gpu, set_current_ops
+    from thinc.api import require_gpu
 
     pytest.importorskip("cupy")
-    cpu_ops = get_current_ops()
-    require_gpu()
-    try:
-        fix_random_seed(0)
-        nlp = make_nlp(model=COMPOSED, target="pos+morph")
-        losses = train(nlp, morph_examples(nlp), steps=100)
-        network = torch_network(nlp.get_pipe("crf_tagger").model)
-        assert next(network.parameters()).is_cuda
-        assert_pos_morph_overfits_and_round_trips(nlp, losses, COMPOSED, tmp_path)
-    finally:
-        set_current_ops(cpu_ops)
+    require_gpu()  # conftest's thinc_ops_restored puts the CPU ops back afterwards
+    fix_random_seed(0)
+    nlp = make_nlp(model=COMPOSED, target="pos+morph")
+    losses = train(nlp, morph_examples(nlp), steps=100)
+    network = torch_network(nlp.get_pipe("crf_tagger").model)
+    assert next(network.parameters()).is_cuda
+    assert_pos_morph_overfits_and_round_trips(nlp, losses, COMPOSED, tmp_path)
