@@ -46,4 +46,7 @@ class ComposedEmission(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """(..., width) hidden states -> (..., K) label scores."""
-        return self.parts(hidden) @ self.composition + self.bias
+        part_scores = self.parts(hidden)
+        # one fused multiply-add (no second pass over the (N, K) scores for the bias)
+        flat = torch.addmm(self.bias, part_scores.reshape(-1, part_scores.shape[-1]), self.composition)
+        return flat.reshape(*part_scores.shape[:-1], flat.shape[-1])
