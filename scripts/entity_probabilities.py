@@ -2,7 +2,7 @@
 
     python -m scripts.entity_probabilities MODEL DEV.spacy [--gold-preproc] [--component NAME] \
         --json metrics/calibration/entities_NAME.json [--plot metrics/calibration/pr_NAME.png] \
-        [--thresholds 0 0.05 ... 0.99] [--bins 15]
+        [--thresholds 0 0.05 ... 0.99] [--bins 15] [--and MODEL2 DEV2 ...]
 
 One script for both systems, so that their figures are computed the same way:
 
@@ -31,6 +31,12 @@ and precision and recall are against every gold entity (exact span and
 label; the same counts as spaCy's ents_p and ents_r at t = 0). `--json`
 writes everything with the run's environment, `--plot` draws precision,
 recall and F1 against t (needs matplotlib); a summary is printed.
+
+`--and MODEL2 DEV2` (repeatable) pools further pairs into the same figures:
+cross-fitting, e.g. the model calibrated on the first half of dev measured
+on the second, and the one calibrated on the second measured on the first,
+so that every dev entity is measured by a model whose temperature never saw
+it, on twice as many entities as one half gives.
 """
 import argparse
 import sys
@@ -74,6 +80,10 @@ class EntityProbabilityErrors(metaclass=ErrorsWithCodes):
         "probability: the docs were annotated before it ran."
     )
     E306 = "scripts.entity_probabilities draws with matplotlib, which is not installed: pip install matplotlib"
+    E307 = (
+        "The pooled pipelines (--and) are of different systems, {systems}: pool only "
+        "crf_tagger pipelines or only beam_ner ones."
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="the probabilities t of the curve (default 0, 0.05, ..., 0.95, 0.99)")
     parser.add_argument("--bins", type=int, default=N_BINS, help="equal-width bins of probability for the ECE")
     parser.add_argument("--batch-size", type=int, default=64, help="docs per model call")
+    parser.add_argument("--and", dest="more", nargs=2, action="append", default=[], metavar=("MODEL", "DEV"),
+                        help="pool a further pipeline and its docs into the same figures (repeatable)")
     return parser
 
 
@@ -294,7 +306,8 @@ def plot(result: Dict[str, Any], path: Path) -> None:
         ax.plot([t for t, _ in points], [v for _, v in points], style, markersize=3, label=key)
     ents = result["entities"]
     ece = "-" if ents["ece"] is None else f"{ents['ece']:.3f}"
-    temperature = f", tau = {result['temperature']:.3g}" if result.get("temperature") is not None else ""
+    temperature = "".join(f", tau = {pair['temperature']:.3g}" for pair in result.get("pairs", [result])
+                          if pair.get("temperature") is not None)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("threshold t: entities kept have probability >= t")
@@ -302,7 +315,8 @@ def plot(result: Dict[str, Any], path: Path) -> None:
     ax.set_title(f"{result['system']}{temperature}: n = {ents['n']:,}, ECE {ece}", fontsize=10)
     ax.grid(True, linewidth=0.3)
     ax.legend(loc="lower left", fontsize=8)
-    fig.suptitle(f"{result['model']} on {Path(result['dev']).name}", fontsize=9)
+    where = " + ".join(f"{pair['model']} on {Path(pair['dev']).name}" for pair in result.get("pairs", [result]))
+    fig.suptitle(where, fontsize=9 if len(where) < 90 else 6)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
@@ -317,7 +331,8 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     """The printed summary: ECE, Brier, P@0.9, and the curve."""
     ents = result["entities"]
     at = ents["precision_at"]
-    temperature = f" tau={result['temperature']:.4g}" if result.get("temperature") is not None else ""
+    temperature = "".join(f" tau={pair['temperature']:.4g}" for pair in result.get("pairs", [result])
+                          if pair.get("temperature") is not None)
     lines = [
         f"{result['system']} ({result['component']}){temperature}: {ents['n']} entities, "
         f"{result['gold_entities']} gold; ECE {_fmt(ents['ece'])}, Brier {_fmt(ents['brier'])}, "
@@ -331,6 +346,29 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def measure(model: str, dev: str, component: Optional[str], gold_preproc: bool, batch_size: int) -> Dict[str, Any]:
+    """One pipeline's entities on its annotated docs: "model", "dev",
+    "component", "system", "temperature" (crf_tagger) or "beam" (beam_ner),
+    "predicted_entities", "gold_entities" and the judged "outcomes"."""
+    import spacy
+    from spacy.training import Corpus
+
+    nlp = spacy.load(model)
+    name, system = entity_component(nlp, component)
+    examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
+    entities = entity_probabilities(nlp, examples, name, system, batch_size=batch_size)
+    proc = nlp.get_pipe(name)
+    pair: Dict[str, Any] = {"model": str(model), "dev": str(dev), "component": name, "system": system}
+    if system == "crf_tagger":
+        pair["temperature"] = proc.temperature
+    else:
+        pair["beam"] = {key: proc.cfg[key] for key in ("beam_width", "beam_density")}
+    pair["predicted_entities"] = sum(len(doc_entities) for doc_entities in entities)
+    pair["gold_entities"] = gold_entity_count(examples)
+    pair["outcomes"] = Outcomes.join(entity_outcomes(eg, doc_entities) for eg, doc_entities in zip(examples, entities))
+    return pair
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     for t in args.thresholds:
@@ -342,29 +380,32 @@ def main(argv: Optional[List[str]] = None) -> int:
         except ImportError:
             print(EntityProbabilityErrors.E306, file=sys.stderr)
             return 1
-    import spacy
-    from spacy.training import Corpus
-
     import spacy_crf.tagger  # noqa: F401  (registers crf_tagger)
 
     from benchmarks.common import write_json
 
-    nlp = spacy.load(args.model)
-    name, system = entity_component(nlp, args.component)
-    examples = list(Corpus(args.dev, gold_preproc=args.gold_preproc)(nlp))
-    entities = entity_probabilities(nlp, examples, name, system, batch_size=args.batch_size)
-    outcomes = Outcomes.join(entity_outcomes(eg, doc_entities) for eg, doc_entities in zip(examples, entities))
-    n_gold = gold_entity_count(examples)
-    result: Dict[str, Any] = {"model": args.model, "dev": args.dev, "component": name, "system": system}
-    proc = nlp.get_pipe(name)
-    if system == "crf_tagger":
-        result["temperature"] = proc.temperature
+    pairs = [measure(model, dev, args.component, args.gold_preproc, args.batch_size)
+             for model, dev in [(args.model, args.dev), *args.more]]
+    systems = {pair["system"] for pair in pairs}
+    if len(systems) > 1:
+        raise ValueError(EntityProbabilityErrors.E307.format(systems=sorted(systems)))
+    outcomes = Outcomes.join(pair.pop("outcomes") for pair in pairs)
+    n_gold = sum(pair["gold_entities"] for pair in pairs)
+    first = pairs[0]
+    result: Dict[str, Any] = {"model": args.model, "dev": args.dev, "component": first["component"],
+                              "system": first["system"]}
+    if first["system"] == "crf_tagger":
+        # one temperature, or None when the pooled pipelines differ in it
+        temperatures = {pair["temperature"] for pair in pairs}
+        result["temperature"] = first["temperature"] if len(temperatures) == 1 else None
     else:
-        result["beam"] = {key: proc.cfg[key] for key in ("beam_width", "beam_density")}
+        result["beam"] = first["beam"]
+    if len(pairs) > 1:
+        result["pairs"] = pairs
     result.update({
         "gold_preproc": args.gold_preproc,
         "bins": args.bins,
-        "predicted_entities": sum(len(doc_entities) for doc_entities in entities),
+        "predicted_entities": sum(pair["predicted_entities"] for pair in pairs),
         "gold_entities": n_gold,
         "entities": curve(outcomes, args.bins),
         "thresholds": threshold_curve(outcomes, n_gold, sorted(args.thresholds)),

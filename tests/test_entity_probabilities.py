@@ -208,3 +208,34 @@ def test_crf_figures_are_those_of_scripts_reliability(crf_model, dev, tmp_path):
         assert ours["precision_at"] == theirs["precision_at"]
         for key in ("ece", "brier", "accuracy"):
             assert ours[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-6)
+
+
+def test_pooled_pairs_are_the_sum_of_their_parts(crf_model, dev, tmp_path):
+    """--and pools pipelines and their docs (cross-fitting): the entities,
+    gold counts and curve counts are those of the runs one by one, joined;
+    a second temperature is listed per pair."""
+    other = tmp_path / "other"
+    nlp = spacy.load(crf_model)
+    nlp.get_pipe("crf_tagger").temperature = 0.8
+    nlp.to_disk(other)
+    one = run_script(crf_model, dev, tmp_path / "one.json")
+    two = run_script(other, dev, tmp_path / "two.json")
+    pooled = run_script(crf_model, dev, tmp_path / "pooled.json", "--and", str(other), str(dev),
+                        "--plot", str(tmp_path / "pooled.png"))
+    assert pooled["temperature"] is None
+    assert [pair["temperature"] for pair in pooled["pairs"]] == pytest.approx([TEMPERATURE, 0.8])
+    assert pooled["entities"]["n"] == one["entities"]["n"] + two["entities"]["n"]
+    assert pooled["gold_entities"] == one["gold_entities"] + two["gold_entities"]
+    for row, a, b in zip(pooled["thresholds"], one["thresholds"], two["thresholds"]):
+        assert (row["kept"], row["tp"], row["gold"]) == (a["kept"] + b["kept"], a["tp"] + b["tp"], a["gold"] + b["gold"])
+    brier = (one["entities"]["brier"] * one["entities"]["n"] + two["entities"]["brier"] * two["entities"]["n"])
+    assert pooled["entities"]["brier"] == pytest.approx(brier / pooled["entities"]["n"], rel=1e-5)
+    # the same pipeline twice: one temperature, the figures of one run
+    same = run_script(crf_model, dev, tmp_path / "same.json", "--and", str(crf_model), str(dev))
+    assert same["temperature"] == pytest.approx(TEMPERATURE)
+    assert same["entities"]["ece"] == pytest.approx(one["entities"]["ece"], abs=1e-7)
+
+
+def test_pooling_different_systems_is_refused(crf_model, beam_model, dev, tmp_path):
+    with pytest.raises(ValueError, match=r"\[E307\]"):
+        script.main([str(crf_model), str(dev), "--json", str(tmp_path / "x.json"), "--and", str(beam_model), str(dev)])
