@@ -20,7 +20,7 @@ import statistics
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from benchmarks.contention import table as contention_table
 from benchmarks.embedding import table as embedding_table
@@ -614,10 +614,23 @@ def peers(root: Path, folder: str = "speed") -> Optional[str]:
     return head + "\n\n" + "\n".join(lines)
 
 
-def entity_probabilities(root: Path) -> Optional[str]:
-    """metrics/calibration/entities_*.json: the project's `entity-probabilities` command."""
-    records = {path.stem[len("entities_"):]: load(path)
-               for path in sorted((root / "metrics" / "calibration").glob("entities_*.json"))}
+def _measured_on(record: dict) -> Tuple[str, str]:
+    """The docs a record of scripts.entity_probabilities measured, and its
+    temperatures: one pipeline, or the pairs it pooled (--and)."""
+    pairs = record.get("pairs") or [record]
+    where = " + ".join(Path(pair["dev"]).name for pair in pairs)
+    taus = ", ".join(f"{pair['temperature']:.2f}" for pair in pairs if pair.get("temperature") is not None)
+    return where, taus
+
+
+def entity_probabilities(root: Path, prefix: str = "entities_") -> Optional[str]:
+    """metrics/calibration/entities_*.json: the project's `entity-probabilities`
+    command; prefix "crossfit_": the pooled measurements (`--and`), each dev
+    half measured by the pipeline calibrated on the other."""
+    paths = sorted((root / "metrics" / "calibration").glob(f"{prefix}*.json"))
+    records = {path.stem[len(prefix):]: load(path) for path in paths}
+    # the precision/recall plot of a record: pr_NAME.png (entities_), pr_crossfit_NAME.png
+    plots = {path.stem[len(prefix):]: "pr_" + path.stem.removeprefix("entities_") + ".png" for path in paths}
     if not records:
         return None
     lines = ["| model | system | probabilities | measured on | n | ECE | ECE of sampling alone | Brier "
@@ -625,12 +638,13 @@ def entity_probabilities(root: Path) -> Optional[str]:
              "|---|---|---|---|---|---|---|---|---|"]
     for name, r in records.items():
         e = r["entities"]
-        kind = (f"exact posteriors, tau = {r['temperature']:.2f}" if r["system"] == "crf_tagger"
+        where, taus = _measured_on(r)
+        kind = (f"exact posteriors, tau = {taus}" if r["system"] == "crf_tagger"
                 else f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})")
         at = (e.get("precision_at") or {}).get("0.9") or {}
         high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
         floor = "-" if e.get("ece_sampling") is None else f"{e['ece_sampling']:.4f}"
-        lines.append(f"| `{name}` | {r['system']} | {kind} | {Path(r['dev']).name} | {e['n']:,} | {e['ece']:.4f} "
+        lines.append(f"| `{name}` | {r['system']} | {kind} | {where} | {e['n']:,} | {e['ece']:.4f} "
                      f"| {floor} | {e['brier']:.4f} | {high} |")
     shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
     curve = ["| t | " + " | ".join(f"`{name}` P / R / F1" for name in records) + " |",
@@ -645,8 +659,8 @@ def entity_probabilities(root: Path) -> Optional[str]:
             fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"
             cells.append(f"{fmt(row['precision'])} / {fmt(row['recall'])} / {fmt(row['f1'])}")
         curve.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
-    images = [f"![precision and recall over t, {name}](images/pr_{name}.png)" for name in records
-              if (root / "metrics" / "calibration" / f"pr_{name}.png").exists()]
+    images = [f"![precision and recall over t, {name}](images/{plots[name]})" for name in records
+              if (root / "metrics" / "calibration" / plots[name]).exists()]
     first = next(iter(records.values()))
     head = (f"{environment_line(*records.values())} {'Gold tokens' if first.get('gold_preproc') else 'Raw text'}; "
             "ECE: 15 equal-width bins; the ECE of sampling alone is what a perfectly calibrated model with the same "
@@ -737,6 +751,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "embedding": embedding,
     "peers": peers,
     "entity-probabilities": entity_probabilities,
+    "entity-probabilities-crossfit": functools.partial(entity_probabilities, prefix="crossfit_"),
     "probability-overhead": probability_overhead,
     "predict-stages": predict_stages,
     "predict-stages-gpu": predict_stages_gpu,

@@ -102,6 +102,27 @@ def test_entity_probabilities_table(tmp_path):
     assert "| 0.50 | 80.0 / 50.0 / 61.5 |" in table
 
 
+def test_pooled_entity_probabilities_table(tmp_path):
+    """The cross-fitted records (crossfit_*.json, scripts.entity_probabilities
+    --and): both halves and both temperatures, apart from the entities_ table."""
+    from scripts.docs_tables import entity_probabilities
+
+    curve = {"n": 800, "ece": 0.04, "ece_sampling": 0.035, "brier": 0.15,
+             "precision_at": {"0.9": {"n": 60, "precision": 0.95}}}
+    pairs = [{"dev": "corpus/uner-dev-b.spacy", "temperature": 1.5}, {"dev": "corpus/uner-dev-a.spacy", "temperature": 1.25}]
+    write(tmp_path / "metrics" / "calibration" / "crossfit_ner_cpu.json", {
+        "dev": "corpus/uner-dev-b.spacy", "system": "crf_tagger", "temperature": None, "pairs": pairs,
+        "gold_preproc": True, "environment": ENV, "entities": curve,
+        "thresholds": [{"threshold": 0.9, "precision": 0.95, "recall": 0.1, "f1": 0.181}],
+    })
+    (tmp_path / "metrics" / "calibration" / "pr_crossfit_ner_cpu.png").write_bytes(b"png")
+    assert entity_probabilities(tmp_path) is None
+    table = entity_probabilities(tmp_path, prefix="crossfit_")
+    assert "| `ner_cpu` | crf_tagger | exact posteriors, tau = 1.50, 1.25 | uner-dev-b.spacy + uner-dev-a.spacy " \
+        "| 800 | 0.0400 | 0.0350 | 0.1500 | 0.9500 (60) |" in table
+    assert "![precision and recall over t, ner_cpu](images/pr_crossfit_ner_cpu.png)" in table
+
+
 def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
     from scripts.docs_tables import peers, pipeline_compare
 
