@@ -346,14 +346,13 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     return lines
 
 
-def measure(model: str, dev: str, component: Optional[str], gold_preproc: bool, batch_size: int) -> Dict[str, Any]:
+def measure(nlp: Language, model: str, dev: str, component: Optional[str], gold_preproc: bool,
+            batch_size: int) -> Dict[str, Any]:
     """One pipeline's entities on its annotated docs: "model", "dev",
     "component", "system", "temperature" (crf_tagger) or "beam" (beam_ner),
     "predicted_entities", "gold_entities" and the judged "outcomes"."""
-    import spacy
     from spacy.training import Corpus
 
-    nlp = spacy.load(model)
     name, system = entity_component(nlp, component)
     examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
     entities = entity_probabilities(nlp, examples, name, system, batch_size=batch_size)
@@ -367,6 +366,11 @@ def measure(model: str, dev: str, component: Optional[str], gold_preproc: bool, 
     pair["gold_entities"] = gold_entity_count(examples)
     pair["outcomes"] = Outcomes.join(entity_outcomes(eg, doc_entities) for eg, doc_entities in zip(examples, entities))
     return pair
+
+
+def _same_or_none(values: List[Any]) -> Any:
+    """The value all pairs share, or None where they differ."""
+    return values[0] if all(value == values[0] for value in values) else None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -384,23 +388,32 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from benchmarks.common import write_json
 
-    pairs = [measure(model, dev, args.component, args.gold_preproc, args.batch_size)
-             for model, dev in [(args.model, args.dev), *args.more]]
-    systems = {pair["system"] for pair in pairs}
+    import spacy
+
+    given = [(args.model, args.dev), *args.more]
+    pipelines = [spacy.load(model) for model, _ in given]
+    # every pipeline's system before any is run: pooled figures mix no systems
+    systems = sorted({entity_component(nlp, args.component)[1] for nlp in pipelines})
     if len(systems) > 1:
-        raise ValueError(EntityProbabilityErrors.E307.format(systems=sorted(systems)))
+        raise ValueError(EntityProbabilityErrors.E307.format(systems=systems))
+    pairs = [measure(nlp, model, dev, args.component, args.gold_preproc, args.batch_size)
+             for nlp, (model, dev) in zip(pipelines, given)]
     outcomes = Outcomes.join(pair.pop("outcomes") for pair in pairs)
     n_gold = sum(pair["gold_entities"] for pair in pairs)
     first = pairs[0]
-    result: Dict[str, Any] = {"model": args.model, "dev": args.dev, "component": first["component"],
-                              "system": first["system"]}
+    pooled = len(pairs) > 1
+    # pooled: the models and docs of every pair, in order ("pairs" has the rest)
+    result: Dict[str, Any] = {
+        "model": [pair["model"] for pair in pairs] if pooled else args.model,
+        "dev": [pair["dev"] for pair in pairs] if pooled else args.dev,
+        "component": first["component"], "system": first["system"],
+    }
+    # one temperature (or beam), or None where the pooled pipelines differ in it
     if first["system"] == "crf_tagger":
-        # one temperature, or None when the pooled pipelines differ in it
-        temperatures = {pair["temperature"] for pair in pairs}
-        result["temperature"] = first["temperature"] if len(temperatures) == 1 else None
+        result["temperature"] = _same_or_none([pair["temperature"] for pair in pairs])
     else:
-        result["beam"] = first["beam"]
-    if len(pairs) > 1:
+        result["beam"] = _same_or_none([pair["beam"] for pair in pairs])
+    if pooled:
         result["pairs"] = pairs
     result.update({
         "gold_preproc": args.gold_preproc,

@@ -62,6 +62,19 @@ def test_composed_emission_is_a_linear_layer_of_summed_part_weights():
     assert torch.allclose(layer.bias.grad, b.grad, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(6,), (0, 6), (4, 6), (2, 3, 6), (2, 0, 6), (2, 2, 3, 6)])
+def test_composed_emission_takes_any_leading_shape(shape):
+    """Hidden states of any leading shape, empty ones included, score as the
+    sum of the parts' scores through the composition plus the bias."""
+    torch.manual_seed(0)
+    layer = ComposedEmission(6, PARTS).double()
+    torch.nn.init.normal_(layer.bias)
+    hidden = torch.randn(*shape, dtype=torch.float64)
+    got = layer(hidden)
+    assert got.shape == (*shape[:-1], len(PARTS))
+    assert torch.allclose(got, layer.parts(hidden) @ layer.composition + layer.bias, atol=1e-12)
+
+
 @pytest.mark.parametrize("parts", [[], [[], []], [[0], [-1]]])
 def test_composed_emission_needs_parts(parts):
     with pytest.raises(ValueError, match="part"):

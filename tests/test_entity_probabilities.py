@@ -224,6 +224,11 @@ def test_pooled_pairs_are_the_sum_of_their_parts(crf_model, dev, tmp_path):
                         "--plot", str(tmp_path / "pooled.png"))
     assert pooled["temperature"] is None
     assert [pair["temperature"] for pair in pooled["pairs"]] == pytest.approx([TEMPERATURE, 0.8])
+    assert pooled["model"] == [str(crf_model), str(other)] and pooled["dev"] == [str(dev), str(dev)]
+    assert [(pair["model"], pair["dev"]) for pair in pooled["pairs"]] == [(str(crf_model), str(dev)), (str(other), str(dev))]
+    assert all("outcomes" not in pair for pair in pooled["pairs"])
+    assert [pair["predicted_entities"] for pair in pooled["pairs"]] == [one["predicted_entities"], two["predicted_entities"]]
+    assert (tmp_path / "pooled.png").stat().st_size > 0
     assert pooled["entities"]["n"] == one["entities"]["n"] + two["entities"]["n"]
     assert pooled["gold_entities"] == one["gold_entities"] + two["gold_entities"]
     for row, a, b in zip(pooled["thresholds"], one["thresholds"], two["thresholds"]):
