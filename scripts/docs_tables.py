@@ -336,6 +336,33 @@ def gpu_before_after(root: Path, folder: str = "speed/gpu_h200") -> Optional[str
     return head + "\n\n" + "\n".join(lines)
 
 
+def cpu_before_after(root: Path, folder: str = "speed/composed_addmm") -> Optional[str]:
+    """metrics/FOLDER/{before,after,baseline}_N.json (`bash benchmarks/cpu_before_after.sh`):
+    nlp.pipe words/s on the CPU of one pipeline with an older and with this code, and of a
+    baseline pipeline, one process each, in turn, per round."""
+    folder_path = root / "metrics" / folder
+    rounds = {kind: load_rounds(folder_path, kind) for kind in ("after", "before", "baseline")}
+    n = min(len(records) for records in rounds.values())
+    if not n:
+        return None
+    rates = {kind: [r["words_per_second"] for r in records[:n]] for kind, records in rounds.items()}
+    lines = ["| round | this code | before | this / before | baseline | this / baseline |",
+             "|---|---|---|---|---|---|"]
+    for i in range(n):
+        now, before, base = (rates[kind][i] for kind in ("after", "before", "baseline"))
+        lines.append(f"| {i + 1} | {now:,} | {before:,} | {now / before:.2f}x | {base:,} | {now / base:.2f}x |")
+    now, before, base = (statistics.median(rates[kind]) for kind in ("after", "before", "baseline"))
+    ratio = statistics.median(a / b for a, b in zip(rates["after"], rates["before"]))
+    to_base = statistics.median(a / b for a, b in zip(rates["after"], rates["baseline"]))
+    lines.append(f"| median | {now:,.0f} | {before:,.0f} | {ratio:.2f}x | {base:,.0f} | {to_base:.2f}x |")
+    first = rounds["after"][0]
+    head = (f"{environment_line(*(r for records in rounds.values() for r in records[:n]))} `nlp.pipe` words/s, "
+            f"batch {first['batch_size']}, {first['threads']} thread, one process a pipeline; each round the "
+            f"median of {len(first['runs'])} runs, the three in turn; the last row the medians of the rounds "
+            "(ratios: of the per-round ratios).")
+    return head + "\n\n" + "\n".join(lines)
+
+
 def round_number(path: Path) -> int:
     """The round N of a file named ..._N.json (so that round 10 sorts after round 2)."""
     return int(path.stem.rsplit("_", 1)[1])
@@ -762,6 +789,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # composed emissions, on the GPU (benchmarks/gpu_check.sh, then the two Turkish configs in turn)
     "gpu-before-after-composed": functools.partial(gpu_before_after, folder="speed/gpu_h200_composed"),
     "gpu-emissions": gpu_emissions,
+    # composed emissions' bias inside the product, before and after, on the CPU
+    "cpu-before-after-composed": cpu_before_after,
     "lstm-cpu": lstm_cpu,
     "train-steps-buckets": train_steps_before_after,
     "time-to-accuracy-buckets": functools.partial(time_to_accuracy, folder="speed/buckets"),

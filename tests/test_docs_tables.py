@@ -320,3 +320,19 @@ def test_bucketed_lstm_tables(tmp_path):
         write(folder / f"train_steps_{name}_1.json", {"steps": 270, "steps_per_second": steps,
                                                       "words_per_second": int(100 * steps), "environment": ENV})
     assert "| 1 | 270 | 8.00, 800 | 6.40, 640 | 1.25x |" in train_steps_before_after(tmp_path)
+
+
+def test_cpu_before_after_table(tmp_path):
+    from scripts.docs_tables import cpu_before_after
+
+    assert cpu_before_after(tmp_path) is None
+    folder = tmp_path / "metrics" / "speed" / "composed_addmm"
+    for n, (after, before, base) in enumerate([(110, 100, 100), (90, 100, 120), (105, 100, 100)], 1):
+        for kind, rate in (("after", after), ("before", before), ("baseline", base)):
+            write(folder / f"{kind}_{n}.json", {"words_per_second": rate, "runs": [rate] * 7, "threads": 1,
+                                               "batch_size": 256, "environment": ENV})
+    table = cpu_before_after(tmp_path)
+    assert "| 1 | 110 | 100 | 1.10x | 100 | 1.10x |" in table
+    assert "| 2 | 90 | 100 | 0.90x | 120 | 0.75x |" in table
+    assert "| median | 105 | 100 | 1.05x | 100 | 1.05x |" in table
+    assert "median of 7 runs" in table
