@@ -436,7 +436,7 @@ def train_steps_before_after(root: Path, folder: str = "speed/buckets") -> Optio
     """metrics/FOLDER/train_steps_{now,before}_N.json (`python -m benchmarks.train_steps ...`, this
     code and an older checkout's in turn): `spacy train` steps/s and words/s per round."""
     folder_path = root / "metrics" / folder
-    rounds = sorted({path.stem.rsplit("_", 1)[1] for path in folder_path.glob("train_steps_now_[0-9]*.json")}, key=int)
+    rounds = sorted({round_number(path) for path in folder_path.glob("train_steps_now_[0-9]*.json")})
     pairs = [(load(folder_path / f"train_steps_now_{n}.json"), load(folder_path / f"train_steps_before_{n}.json"))
              for n in rounds]
     pairs = [(now, before) for now, before in pairs if now and before]

@@ -292,6 +292,11 @@ def threshold_curve(outcomes: Outcomes, n_gold: int, thresholds: Sequence[float]
     return rows
 
 
+def temperatures(result: Dict[str, Any]) -> List[float]:
+    """The temperatures of a result's crf_tagger pipelines: its own, or each pooled pair's."""
+    return [pair["temperature"] for pair in result.get("pairs", [result]) if pair.get("temperature") is not None]
+
+
 def plot(result: Dict[str, Any], path: Path) -> None:
     """Draw precision, recall and F1 against the threshold t into an image file."""
     import matplotlib
@@ -306,8 +311,7 @@ def plot(result: Dict[str, Any], path: Path) -> None:
         ax.plot([t for t, _ in points], [v for _, v in points], style, markersize=3, label=key)
     ents = result["entities"]
     ece = "-" if ents["ece"] is None else f"{ents['ece']:.3f}"
-    temperature = "".join(f", tau = {pair['temperature']:.3g}" for pair in result.get("pairs", [result])
-                          if pair.get("temperature") is not None)
+    temperature = "".join(f", tau = {tau:.3g}" for tau in temperatures(result))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("threshold t: entities kept have probability >= t")
@@ -331,8 +335,7 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     """The printed summary: ECE, Brier, P@0.9, and the curve."""
     ents = result["entities"]
     at = ents["precision_at"]
-    temperature = "".join(f" tau={pair['temperature']:.4g}" for pair in result.get("pairs", [result])
-                          if pair.get("temperature") is not None)
+    temperature = "".join(f" tau={tau:.4g}" for tau in temperatures(result))
     lines = [
         f"{result['system']} ({result['component']}){temperature}: {ents['n']} entities, "
         f"{result['gold_entities']} gold; ECE {_fmt(ents['ece'])}, Brier {_fmt(ents['brier'])}, "
@@ -346,14 +349,14 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     return lines
 
 
-def measure(nlp: Language, model: str, dev: str, component: Optional[str], gold_preproc: bool,
+def measure(nlp: Language, model: str, dev: str, name: str, system: str, gold_preproc: bool,
             batch_size: int) -> Dict[str, Any]:
-    """One pipeline's entities on its annotated docs: "model", "dev",
-    "component", "system", "temperature" (crf_tagger) or "beam" (beam_ner),
+    """One pipeline's entities on its annotated docs (its component `name` of
+    `system`, from `entity_component`): "model", "dev", "component",
+    "system", "temperature" (crf_tagger) or "beam" (beam_ner),
     "predicted_entities", "gold_entities" and the judged "outcomes"."""
     from spacy.training import Corpus
 
-    name, system = entity_component(nlp, component)
     examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
     entities = entity_probabilities(nlp, examples, name, system, batch_size=batch_size)
     proc = nlp.get_pipe(name)
@@ -393,11 +396,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     given = [(args.model, args.dev), *args.more]
     pipelines = [spacy.load(model) for model, _ in given]
     # every pipeline's system before any is run: pooled figures mix no systems
-    systems = sorted({entity_component(nlp, args.component)[1] for nlp in pipelines})
+    components = [entity_component(nlp, args.component) for nlp in pipelines]
+    systems = sorted({system for _, system in components})
     if len(systems) > 1:
         raise ValueError(EntityProbabilityErrors.E307.format(systems=systems))
-    pairs = [measure(nlp, model, dev, args.component, args.gold_preproc, args.batch_size)
-             for nlp, (model, dev) in zip(pipelines, given)]
+    pairs = [measure(nlp, model, dev, name, system, args.gold_preproc, args.batch_size)
+             for nlp, (model, dev), (name, system) in zip(pipelines, given, components)]
     outcomes = Outcomes.join(pair.pop("outcomes") for pair in pairs)
     n_gold = sum(pair["gold_entities"] for pair in pairs)
     first = pairs[0]
