@@ -2,7 +2,8 @@
 
 Where things are:
 - tagger.py: the `crf_tagger` component (spaCy glue, no tensors);
-- targets.py: what "tag", "pos", "tag+pos" and "ents" mean (labels, gold values, writing);
+- targets.py: what "tag", "pos", "tag+pos", "morph", "pos+morph", "tag+pos+morph"
+  and "ents" mean (labels, gold values, writing);
 - constraints.py: which transitions a tag scheme allows;
 - threads.py: the CPU thread count of the component's torch work;
 - calibration.py: ECE, Brier score and reliability bins of probabilities;

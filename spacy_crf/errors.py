@@ -20,8 +20,8 @@ class Errors(metaclass=ErrorsWithCodes):
     E002 = (
         "Label '{label}' is not a Universal POS tag, so component '{name}' "
         "cannot write it to token.pos_ (target \"pos\", \"tag+pos\", whose "
-        "labels are \"TAG|POS\" pairs, or \"pos+morph\", whose labels have a "
-        "POS feature). Valid tags: {options}."
+        "labels are \"TAG|POS\" pairs, or \"pos+morph\" and \"tag+pos+morph\", whose "
+        "labels have a POS feature). Valid tags: {options}."
     )
     E003 = (
         "The gold data for component '{name}' has the label '{label}', which "
@@ -108,8 +108,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' has a model with transitions = \"factored\", which "
         "scores transitions between the classes of its labels, but its target "
         "'{target}' gives its labels no class. Factored transitions work with "
-        "the targets \"pos+morph\" (a bundle's class is its UPOS) and "
-        "\"tag+pos\" (a pair's class is its UPOS); use transitions = \"full\" "
+        "the targets \"pos+morph\" (a bundle's class is its UPOS), "
+        "\"tag+pos+morph\" and \"tag+pos\" (their UPOS too); use transitions = \"full\" "
         "for the others."
     )
     E024 = (
@@ -132,7 +132,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "scores each label as the sum of its parts, but its target '{target}' "
         "gives its labels no parts (or none of its labels has one). Composed emissions work with the targets "
         "\"pos+morph\" (a bundle's UPOS and features), \"morph\" (its "
-        "features) and \"tag+pos\" (its tag and UPOS); use emissions = "
+        "features), \"tag+pos\" (its tag and UPOS) and \"tag+pos+morph\" "
+        "(its tag, UPOS and features); use emissions = "
         "\"full\" for the others."
     )
 

@@ -19,7 +19,9 @@ def crf_tagger_score(
     """Score tag_acc (target "tag"), pos_acc ("pos"), both ("tag+pos"),
     morph_acc, morph_micro_p/r/f and morph_per_feat ("morph", as spaCy's
     morphologizer scores them), those and pos_acc and pos_morph_acc
-    ("pos+morph") or ents_p/r/f ("ents").
+    ("pos+morph"), those and tag_acc and tag_pos_morph_acc (tag, UPOS and
+    every feature right: UDPipe's AllTags; "tag+pos+morph") or ents_p/r/f
+    ("ents").
 
     examples (Iterable[Example]): the predicted and gold docs.
     target (str): the attribute the component writes.
@@ -32,15 +34,19 @@ def crf_tagger_score(
         scores = Scorer.score_token_attr(examples, "tag", **kwargs)
         scores.update(Scorer.score_token_attr(examples, "pos", **kwargs))
         return scores
-    if target in ("morph", "pos+morph"):
+    if target in ("morph", "pos+morph", "tag+pos+morph"):
         examples = list(examples)
         scores = {}
-        if target == "pos+morph":
+        if target == "tag+pos+morph":
+            scores.update(Scorer.score_token_attr(examples, "tag", **kwargs))
+        if target != "morph":
             scores.update(Scorer.score_token_attr(examples, "pos", **kwargs))
         scores.update(Scorer.score_token_attr(examples, "morph", getter=_morph_key, **kwargs))
         scores.update(Scorer.score_token_attr_per_feat(examples, "morph", getter=_morph_key, **kwargs))
-        if target == "pos+morph":
+        if target != "morph":
             scores.update(Scorer.score_token_attr(examples, "pos_morph", getter=_pos_and_morph, **kwargs))
+        if target == "tag+pos+morph":
+            scores.update(Scorer.score_token_attr(examples, "tag_pos_morph", getter=_tag_pos_and_morph, **kwargs))
         return scores
     return Scorer.score_token_attr(examples, TARGET_ATTRS[target], **kwargs)
 
@@ -56,6 +62,14 @@ def _pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int]]:
     if not token.pos or not token.morph.key:
         return None
     return token.pos, token.morph.key
+
+
+def _tag_pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int, int]]:
+    """The token's (tag, pos, morph key), None (missing) where any is unset:
+    UDPipe's AllTags, for tag_pos_morph_acc."""
+    if not token.tag or not token.pos or not token.morph.key:
+        return None
+    return token.tag, token.pos, token.morph.key
 
 
 def crf_tagger_score_v2(

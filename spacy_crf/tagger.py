@@ -147,6 +147,7 @@ class CRFPrediction(NamedTuple):
         "morph_acc": 0.5,
         "morph_per_feat": None,
         "pos_morph_acc": 0.0,
+        "tag_pos_morph_acc": 0.0,
         "ents_f": 0.5,
         "ents_p": 0.0,
         "ents_r": 0.0,
@@ -179,7 +180,9 @@ def make_crf_tagger(
         data ("NNS|NOUN"), "morph" writes token.morph (UD features,
         "Case=Nom|Number=Plur"), "pos+morph" token.pos_ and token.morph from
         one CRF over the bundles of the training data, labelled as spaCy's
-        morphologizer labels them ("Case=Nom|Number=Plur|POS=NOUN"), "ents"
+        morphologizer labels them ("Case=Nom|Number=Plur|POS=NOUN"),
+        "tag+pos+morph" token.tag_ as well, from one CRF over the (tag,
+        bundle) pairs ("NNS Number=Plur|POS=NOUN"; UDPipe's AllTags), "ents"
         writes doc.ents through the tags of a scheme (BILUO by default).
     overwrite (bool): replace annotation that a doc already has.
     window (int): docs longer than this many tokens are tagged window by
@@ -218,7 +221,8 @@ def make_crf_tagger(
         where they fit, with slightly different outputs (docs/performance.md
         measures both). Training, saving and the GPU use the float32 network.
     scorer (Optional[Callable]): scores tag_acc, pos_acc, morph_acc (with
-        morph_per_feat; and pos_morph_acc for "pos+morph") or ents_p/r/f, to
+        morph_per_feat; pos_morph_acc for "pos+morph", and tag_pos_morph_acc
+        for "tag+pos+morph") or ents_p/r/f, to
         match target.
     """
     return CRFTagger(

@@ -1,8 +1,9 @@
 """What crf_tagger predicts: its target, "tag" (token.tag_), "pos" (token.pos_,
 UPOS), "tag+pos" (both, as one label per pair), "morph" (token.morph, UD
 features), "pos+morph" (token.pos_ and token.morph, as one label per bundle, in
-spaCy's morphologizer format) or "ents" (doc.ents through the tags of an entity
-scheme).
+spaCy's morphologizer format), "tag+pos+morph" (token.tag_ as well: one label
+per XPOS and bundle, UDPipe's AllTags) or "ents" (doc.ents through the tags of
+an entity scheme).
 
 A target says which labels the training data has, what each token's gold
 value is, how predicted labels are written to the docs and how they are read
@@ -324,7 +325,94 @@ class PosMorphTarget:
         write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
 
 
-Target = Union[TokenTarget, EntityTarget, JointTarget, MorphTarget, PosMorphTarget]
+class AllTagsTarget:
+    """XPOS, UPOS and features together (UDPipe's "AllTags"): one label per
+    (tag, bundle) seen in training, written to token.tag_, token.pos_ and
+    token.morph. A label is the tag, a space and the morphologizer's bundle:
+    "NNS Number=Plur|POS=NOUN" ("." "POS=PUNCT" gives ". POS=PUNCT"). A
+    bundle never has a space, so the last space splits a label even where a
+    tag has "|" (Dutch "N|soort|ev|basis|zijd|stan") or a space.
+
+    A token whose tag, pos or morph is unset (or misaligned, or a negative
+    label) is unknown: the loss sums over every label there.
+    """
+
+    name = "tag+pos+morph"
+    writes = "token.tag_, token.pos_ and token.morph"
+    SEPARATOR = " "
+
+    def labels_in(self, examples: Iterable[Example], scheme: str) -> Set[str]:
+        found = {
+            (token.tag_, token.pos_, morph)
+            for eg in examples
+            for token, morph in zip(eg.y, doc_morphs(eg.y))
+        }
+        return {label for label in (self._label(*values) for values in found) if label}
+
+    def expand_label(self, label: str, scheme: str) -> List[str]:
+        """The canonical form of a label ("NNS POS=NOUN|Number=Plur" adds
+        "NNS Number=Plur|POS=NOUN"): a tag, a space and a bundle with a POS
+        feature."""
+        tag, sep, bundle = label.rpartition(self.SEPARATOR)
+        try:
+            normalized = normalize_morph(bundle) if tag and sep else ""
+        except ValueError:
+            normalized = ""
+        if POS_FEAT not in Morphology.feats_to_dict(normalized):
+            raise ValueError(Errors.E019.format(
+                label=label, target=self.name, expected="a tag, a space, and a "
+                "UPOS tag and its features such as 'NNS Number=Plur|POS=NOUN' "
+                "('. POS=PUNCT' for no features)",
+            ))
+        return [f"{tag}{self.SEPARATOR}{normalized}"]
+
+    def accepts(self, label: str) -> bool:
+        """A label whose bundle's POS is a UPOS tag."""
+        return self.split(label)[1] in UPOS_TAGS
+
+    def label_class(self, label: str) -> str:
+        """The class of a label for factored transitions: its UPOS."""
+        return self.split(label)[1]
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: "TAG=NNS", "POS=NOUN"
+        and each feature."""
+        tag, _, bundle = label.rpartition(self.SEPARATOR)
+        return [f"TAG={tag}"] + bundle.split(Morphology.FEATURE_SEP)
+
+    def split(self, label: str) -> Tuple[str, str, str]:
+        """("NNS", "NOUN", "Number=Plur") of "NNS Number=Plur|POS=NOUN"."""
+        tag, _, bundle = label.rpartition(self.SEPARATOR)
+        pos, morph = split_bundle(bundle)
+        return tag, pos, morph
+
+    def gold_values(self, example: Example, scheme: str) -> List[str]:
+        values = zip(
+            example.get_aligned("TAG", as_string=True),
+            example.get_aligned("POS", as_string=True),
+            example.get_aligned("MORPH", as_string=True),
+        )
+        return [self._label(tag, pos, morph) for tag, pos, morph in values]
+
+    def predicted_values(self, doc: Doc, scheme: str) -> List[str]:
+        """The label of each token, "" where its tag, pos or morph is unset."""
+        return [self._label(token.tag_, token.pos_, morph) for token, morph in zip(doc, doc_morphs(doc))]
+
+    def _label(self, tag: str, pos: str, morph: str) -> str:
+        if not all((tag, pos, morph)) or any(v.startswith("!") for v in (tag, pos, morph)):
+            return ""
+        return f"{tag}{self.SEPARATOR}{morph_bundle(pos, morph)}"
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
+    ) -> None:
+        tags, bundles = zip(*(label.rpartition(self.SEPARATOR)[::2] for label in labels)) if labels else ((), ())
+        TARGETS["tag"].write(vocab, docs, list(tags), ids, overwrite=overwrite, scheme=scheme)
+        TARGETS["pos+morph"].write(vocab, docs, list(bundles), ids, overwrite=overwrite, scheme=scheme)
+
+
+Target = Union[TokenTarget, EntityTarget, JointTarget, MorphTarget, PosMorphTarget, AllTagsTarget]
 
 TARGETS: Dict[str, Target] = {
     "tag": TokenTarget("tag", TAG, "TAG"),
@@ -332,6 +420,7 @@ TARGETS: Dict[str, Target] = {
     "tag+pos": JointTarget(),
     "morph": MorphTarget(),
     "pos+morph": PosMorphTarget(),
+    "tag+pos+morph": AllTagsTarget(),
     "ents": EntityTarget(),
 }
 

@@ -91,12 +91,14 @@ def build_bilstm_crf_v3(
         "factored", a score for every pair of the labels' classes plus one for
         leaving and one for entering each label (C * C + 2K), exact and
         O(K * C) a token: for large label sets whose labels have a class, e.g.
-        target "pos+morph" (bundles, by their UPOS) or "tag+pos" (by UPOS).
+        target "pos+morph" (bundles, by their UPOS), "tag+pos+morph" or
+        "tag+pos" (by UPOS).
     emissions (str): "full", a linear layer to the labels (K * width
         weights); or "composed", each label's score the sum of its parts'
         scores plus a bias (width * P + K weights), for labels made of parts:
         target "pos+morph" (a bundle's UPOS and features), "morph" (its
-        features) or "tag+pos" (its tag and UPOS).
+        features), "tag+pos" (its tag and UPOS) or "tag+pos+morph" (its
+        tag, UPOS and features).
     RETURNS (Model[List[Doc], CRFBatch]): the CRF scores of a batch of docs.
     """
     if transitions not in TRANSITIONS:

@@ -1,0 +1,160 @@
+"""target = "tag+pos+morph": XPOS, UPOS and features from one CRF over the
+(tag, bundle) pairs of the training data (UDPipe's AllTags), written to
+token.tag_, token.pos_ and token.morph."""
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.api import fix_random_seed
+
+from spacy_crf.corpus.pipeline import outputs_of
+from spacy_crf.scorers import crf_tagger_score
+from spacy_crf.targets import TARGETS, gold_ids, label_classes, label_parts
+
+from .helpers import MORPH_SENTENCES, assert_same_weights, make_nlp, train
+
+# PTB tags of MORPH_SENTENCES
+TAGS = [["PRP", "VBP", "JJ", "NNS", "."], ["VB", "JJ", "NN", "."], ["PRP", "VBD", "NN", "."]]
+SENTENCES = [(words, tags, pos, morphs) for (words, pos, morphs), tags in zip(MORPH_SENTENCES, TAGS)]
+TEST_TEXTS = ["I like blue ham .", "They eat green eggs", "ham", "", "Eat green eggs !"]
+COMPOSED = {
+    "@architectures": "spacy_crf.BiLSTMCRF.v3",
+    "hidden_width": 16,
+    "depth": 1,
+    "dropout": 0.0,
+    "crf": True,
+    "input_dropout": 0.0,
+    "transitions": "factored",
+    "emissions": "composed",
+    "tok2vec": {
+        "@architectures": "spacy.HashEmbedCNN.v2",
+        "pretrained_vectors": None,
+        "width": 32,
+        "depth": 2,
+        "embed_size": 500,
+        "window_size": 1,
+        "maxout_pieces": 3,
+        "subword_features": True,
+    },
+}
+TARGET = TARGETS["tag+pos+morph"]
+
+
+def examples_of(nlp, sentences=SENTENCES):
+    return [
+        Example(nlp.make_doc(" ".join(words)), Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs))
+        for words, tags, pos, morphs in sentences
+    ]
+
+
+def all_tags(doc):
+    return [(token.tag_, token.pos_, str(token.morph)) for token in doc]
+
+
+@pytest.fixture(scope="module", params=["full", "composed"])
+def trained(request):
+    fix_random_seed(0)
+    model = COMPOSED if request.param == "composed" else None
+    nlp = make_nlp(model=model, target="tag+pos+morph")
+    losses = train(nlp, examples_of(nlp), steps=100)
+    return nlp, losses, model
+
+
+def test_overfitting_IO(trained, tmp_path):
+    nlp, losses, model = trained
+    assert losses["crf_tagger"] < 2.5
+    for words, tags, pos, morphs in SENTENCES:
+        assert all_tags(nlp(" ".join(words))) == list(zip(tags, pos, morphs))
+    expected = [all_tags(doc) for doc in map(nlp, TEST_TEXTS)]
+
+    nlp.to_disk(tmp_path)
+    nlp2 = spacy.load(tmp_path)
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
+    assert nlp2.get_pipe("crf_tagger").labels == nlp.get_pipe("crf_tagger").labels
+    assert [all_tags(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
+    nlp3 = make_nlp(model=model, target="tag+pos+morph")
+    nlp3.from_bytes(nlp.to_bytes())
+    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
+    assert [all_tags(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
+    for batch_size in (1, 64):
+        assert [all_tags(doc) for doc in nlp.pipe(TEST_TEXTS, batch_size=batch_size)] == expected
+
+    scores = nlp.evaluate(examples_of(nlp))
+    for key in ("tag_acc", "pos_acc", "morph_acc", "pos_morph_acc", "tag_pos_morph_acc"):
+        assert scores[key] == 1.0, key
+
+
+def test_labels_are_tag_space_bundle(trained):
+    tagger = trained[0].get_pipe("crf_tagger")
+    assert tagger.labels == tuple(sorted(tagger.labels))
+    assert {"PRP Case=Nom|Number=Sing|POS=PRON|Person=1", "NNS Number=Plur|POS=NOUN", ". POS=PUNCT"} <= set(tagger.labels)
+    assert len(tagger.labels) == 9  # one tag per bundle here: "." and "!" share ". POS=PUNCT"
+    assert outputs_of(trained[0]).targets == ("morph", "pos", "tag")
+
+
+def test_classes_are_upos_and_parts_are_tag_upos_features():
+    labels = ["NNS Number=Plur|POS=NOUN", "NN Number=Sing|POS=NOUN", "VB Mood=Imp|POS=VERB|VerbForm=Fin"]
+    assert label_classes(TARGET, labels) == [0, 0, 1]
+    parts = ["Mood=Imp", "Number=Plur", "Number=Sing", "POS=NOUN", "POS=VERB", "TAG=NN", "TAG=NNS", "TAG=VB", "VerbForm=Fin"]
+    assert label_parts(TARGET, labels) == [[6, 1, 3], [5, 2, 3], [7, 0, 4, 8]]
+    assert parts == sorted(parts)
+
+
+def test_a_tag_with_bars_or_spaces_splits_at_the_last_space():
+    label = TARGET.expand_label("N|soort|ev POS=NOUN|Number=Sing", "none")[0]
+    assert label == "N|soort|ev Number=Sing|POS=NOUN"
+    assert TARGET.split(label) == ("N|soort|ev", "NOUN", "Number=Sing")
+    assert TARGET.split("A B POS=X") == ("A B", "X", "_")
+    assert TARGET.accepts(label) and not TARGET.accepts("NN POS=NOTAPOS")
+
+
+@pytest.mark.parametrize("label", ["Number=Sing|POS=NOUN", "NN Number=Sing", "NN", " POS=NOUN", "NN POS=NOUN|Broken"])
+def test_add_label_refuses_what_is_not_tag_space_bundle(label):
+    tagger = make_nlp(target="tag+pos+morph").get_pipe("crf_tagger")
+    with pytest.raises(ValueError, match=r"\[E019\]"):
+        tagger.add_label(label)
+
+
+def test_a_missing_or_negative_part_makes_the_token_unknown():
+    nlp = make_nlp(target="tag+pos+morph")
+    words, tags, pos, morphs = SENTENCES[0]
+    gold = Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs)
+    gold[0].tag_ = ""  # "I": no tag
+    gold[1].pos = 0  # "like": no UPOS
+    gold[2].set_morph(None)  # "green": morph never annotated
+    gold[3].tag_ = "!NN"  # "eggs": a negative tag
+    values = TARGET.gold_values(Example(nlp.make_doc(" ".join(words)), gold), "none")
+    assert values == ["", "", "", "", ". POS=PUNCT"]
+    tags_ids, excluded, unknown = gold_ids(values, [". POS=PUNCT"])
+    assert tags_ids.tolist() == [-1, -1, -1, -1, 0] and excluded.tolist() == [-1] * 5 and unknown == []
+    misaligned = Example(nlp.make_doc("I like greeneggs ."), Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs))
+    assert TARGET.gold_values(misaligned, "none")[2] == ""
+
+
+def test_overwrite_false_keeps_each_attribute_a_doc_has(trained):
+    nlp = trained[0]
+    doc = Doc(nlp.vocab, words=["I", "like", "green", "eggs", "."])
+    doc[0].tag_ = "XX"
+    doc[1].pos_ = "X"
+    doc[2].set_morph("Foo=Bar")
+    doc = nlp.get_pipe("crf_tagger")(doc)
+    gold = list(zip(*SENTENCES[0][1:]))
+    assert all_tags(doc) == [("XX",) + gold[0][1:], (gold[1][0], "X", gold[1][2]), gold[2][:2] + ("Foo=Bar",)] + gold[3:]
+
+
+def test_scorer_on_a_hand_made_example():
+    vocab = spacy.blank("en").vocab
+    words = ["a", "b", "c", "d"]
+    predicted = Doc(vocab, words=words, tags=["NN", "VB", "NN", "NNS"], pos=["NOUN", "VERB", "NOUN", "NOUN"],
+                    morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Plur"])
+    gold = Doc(vocab, words=words, tags=["NN", "VBP", "NN", "NNS"], pos=["NOUN", "VERB", "PROPN", "NOUN"],
+               morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Sing"])
+    scores = crf_tagger_score([Example(predicted, gold)], target="tag+pos+morph")
+    assert scores["tag_acc"] == pytest.approx(3 / 4)
+    assert scores["pos_acc"] == pytest.approx(3 / 4)
+    assert scores["morph_acc"] == pytest.approx(3 / 4)
+    assert scores["pos_morph_acc"] == pytest.approx(2 / 4)  # a, b
+    assert scores["tag_pos_morph_acc"] == pytest.approx(1 / 4)  # a only
+    assert "tag_pos_morph_acc" not in crf_tagger_score([Example(predicted, gold)], target="pos+morph")
+    weights = make_nlp().get_pipe_meta("crf_tagger").default_score_weights
+    assert weights["tag_pos_morph_acc"] == 0.0
