@@ -1,12 +1,13 @@
 """Compare two taggers token by token on gold-tokenised dev data (McNemar's test).
 
     python -m scripts.paired_test training/cpu/model-best training/softmax/model-best \
-        corpus/en_ewt-ud-dev.spacy [--attr tag_|pos_|morph|pos+morph] [--output OUT.json]
+        corpus/en_ewt-ud-dev.spacy [--attr tag_|pos_|morph|pos+morph|tag+pos+morph] [--output OUT.json]
 
 Prints each model's accuracy, the tokens where exactly one of them is right, and
 McNemar's chi-squared (with continuity correction; 3.84 is p = 0.05). Tokens
 without a gold value (e.g. no FEATS column) are left out; "morph" compares the
-whole feature set, "pos+morph" the UPOS and the whole feature set.
+whole feature set, "pos+morph" the UPOS and the whole feature set,
+"tag+pos+morph" the tag as well (UDPipe's AllTags).
 """
 import argparse
 import json
@@ -25,6 +26,9 @@ def value(token, attr):
     if attr == "pos+morph":
         morph = value(token, "morph")
         return f"{token.pos_}|{morph}" if token.pos_ and morph else ""
+    if attr == "tag+pos+morph":
+        pos_morph = value(token, "pos+morph")
+        return f"{token.tag_} {pos_morph}" if token.tag_ and pos_morph else ""
     return getattr(token, attr)
 
 
@@ -37,7 +41,7 @@ def main():
     parser.add_argument("model_a")
     parser.add_argument("model_b")
     parser.add_argument("dev")
-    parser.add_argument("--attr", default="tag_", choices=["tag_", "pos_", "morph", "pos+morph"])
+    parser.add_argument("--attr", default="tag_", choices=["tag_", "pos_", "morph", "pos+morph", "tag+pos+morph"])
     parser.add_argument("--output", type=Path, help="also write the result as JSON")
     args = parser.parse_args()
     gold_docs = gold_sentences(args.dev, spacy.blank("en").vocab)

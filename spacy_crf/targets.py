@@ -329,9 +329,10 @@ class AllTagsTarget:
     """XPOS, UPOS and features together (UDPipe's "AllTags"): one label per
     (tag, bundle) seen in training, written to token.tag_, token.pos_ and
     token.morph. A label is the tag, a space and the morphologizer's bundle:
-    "NNS Number=Plur|POS=NOUN" ("." "POS=PUNCT" gives ". POS=PUNCT"). A
-    bundle never has a space, so the last space splits a label even where a
-    tag has "|" (Dutch "N|soort|ev|basis|zijd|stan") or a space.
+    "NNS Number=Plur|POS=NOUN" ("." "POS=PUNCT" gives ". POS=PUNCT"). UD
+    features have no spaces, so the last space splits a label even where a
+    tag has "|" (Dutch "N|soort|ev|basis|zijd|stan") or a space; a feature
+    value with a space makes no valid label (E019).
 
     A token whose tag, pos or morph is unset (or misaligned, or a negative
     label) is unknown: the loss sums over every label there.
@@ -355,7 +356,7 @@ class AllTagsTarget:
         feature."""
         tag, sep, bundle = label.rpartition(self.SEPARATOR)
         try:
-            normalized = normalize_morph(bundle) if tag and sep else ""
+            normalized = normalize_morph(bundle) if self._is_tag(tag) and sep else ""
         except ValueError:
             normalized = ""
         if POS_FEAT not in Morphology.feats_to_dict(normalized):
@@ -365,6 +366,11 @@ class AllTagsTarget:
                 "('. POS=PUNCT' for no features)",
             ))
         return [f"{tag}{self.SEPARATOR}{normalized}"]
+
+    @staticmethod
+    def _is_tag(tag: str) -> bool:
+        """A tag can be written: not empty, no negative "!", no space at an end."""
+        return bool(tag) and not tag.startswith("!") and tag == tag.strip()
 
     def accepts(self, label: str) -> bool:
         """A label whose bundle's POS is a UPOS tag."""
@@ -407,9 +413,9 @@ class AllTagsTarget:
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
         ids: Sequence[numpy.ndarray], *, overwrite: bool, scheme: str,
     ) -> None:
-        tags, bundles = zip(*(label.rpartition(self.SEPARATOR)[::2] for label in labels)) if labels else ((), ())
-        TARGETS["tag"].write(vocab, docs, list(tags), ids, overwrite=overwrite, scheme=scheme)
-        TARGETS["pos+morph"].write(vocab, docs, list(bundles), ids, overwrite=overwrite, scheme=scheme)
+        halves = [label.rpartition(self.SEPARATOR) for label in labels]
+        TARGETS["tag"].write(vocab, docs, [tag for tag, _, _ in halves], ids, overwrite=overwrite, scheme=scheme)
+        TARGETS["pos+morph"].write(vocab, docs, [b for _, _, b in halves], ids, overwrite=overwrite, scheme=scheme)
 
 
 Target = Union[TokenTarget, EntityTarget, JointTarget, MorphTarget, PosMorphTarget, AllTagsTarget]

@@ -1,6 +1,9 @@
 """target = "tag+pos+morph": XPOS, UPOS and features from one CRF over the
 (tag, bundle) pairs of the training data (UDPipe's AllTags), written to
 token.tag_, token.pos_ and token.morph."""
+import json
+
+import numpy
 import pytest
 import spacy
 from spacy.tokens import Doc
@@ -108,7 +111,10 @@ def test_a_tag_with_bars_or_spaces_splits_at_the_last_space():
     assert TARGET.accepts(label) and not TARGET.accepts("NN POS=NOTAPOS")
 
 
-@pytest.mark.parametrize("label", ["Number=Sing|POS=NOUN", "NN Number=Sing", "NN", " POS=NOUN", "NN POS=NOUN|Broken"])
+@pytest.mark.parametrize(
+    "label", ["Number=Sing|POS=NOUN", "NN Number=Sing", "NN", " POS=NOUN", "NN POS=NOUN|Broken", "!NN POS=NOUN",
+              "NN  POS=NOUN", "NN Foo=a b|POS=NOUN"],
+)
 def test_add_label_refuses_what_is_not_tag_space_bundle(label):
     tagger = make_nlp(target="tag+pos+morph").get_pipe("crf_tagger")
     with pytest.raises(ValueError, match=r"\[E019\]"):
@@ -129,6 +135,39 @@ def test_a_missing_or_negative_part_makes_the_token_unknown():
     assert tags_ids.tolist() == [-1, -1, -1, -1, 0] and excluded.tolist() == [-1] * 5 and unknown == []
     misaligned = Example(nlp.make_doc("I like greeneggs ."), Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs))
     assert TARGET.gold_values(misaligned, "none")[2] == ""
+
+
+def test_write_takes_any_sequence_of_labels():
+    nlp = make_nlp(target="tag+pos+morph")
+    doc = nlp.make_doc("a b")
+    labels = numpy.asarray(["NN Number=Sing|POS=NOUN", "VB POS=VERB"])
+    TARGET.write(nlp.vocab, [doc], labels, [numpy.asarray([1, 0])], overwrite=False, scheme="none")
+    assert all_tags(doc) == [("VB", "VERB", ""), ("NN", "NOUN", "Number=Sing")]
+    empty = nlp.make_doc("")
+    TARGET.write(nlp.vocab, [empty], [], [numpy.zeros(0, dtype="int64")], overwrite=False, scheme="none")
+    assert len(empty) == 0
+
+
+def test_labels_given_in_any_form_are_normalized(tmp_path):
+    nlp = make_nlp(target="tag+pos+morph")
+    examples = examples_of(nlp)
+    labels = ["NNS POS=NOUN|Number=Plur", "N|soort PROPN POS=PROPN"]
+    nlp.get_pipe("crf_tagger").initialize(lambda: examples, nlp=nlp, labels=labels)
+    assert nlp.get_pipe("crf_tagger").labels == ("NNS Number=Plur|POS=NOUN", "N|soort PROPN POS=PROPN")  # given order
+
+
+def test_corpus_rows_have_tags_pos_and_morphs(trained, tmp_path):
+    from spacy_crf.corpus import tag_corpus
+
+    nlp = trained[0]
+    nlp.to_disk(tmp_path / "model")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEST_TEXTS)))
+    tag_corpus(tmp_path / "model", tmp_path / "in.jsonl", tmp_path / "out", output_format="jsonl", progress=False)
+    rows = [json.loads(line) for path in (tmp_path / "out").glob("in.jsonl.*.jsonl") for line in path.read_text().splitlines()]
+    assert sorted(row["id"] for row in rows) == list(range(len(TEST_TEXTS)))
+    for row in rows:
+        doc = nlp(TEST_TEXTS[row["id"]])
+        assert list(zip(row["tags"], row["pos"], row["morphs"])) == all_tags(doc)
 
 
 def test_overwrite_false_keeps_each_attribute_a_doc_has(trained):
@@ -158,3 +197,12 @@ def test_scorer_on_a_hand_made_example():
     assert "tag_pos_morph_acc" not in crf_tagger_score([Example(predicted, gold)], target="pos+morph")
     weights = make_nlp().get_pipe_meta("crf_tagger").default_score_weights
     assert weights["tag_pos_morph_acc"] == 0.0
+
+
+def test_paired_test_compares_all_three():
+    from scripts.paired_test import value
+
+    doc = Doc(spacy.blank("en").vocab, words=["eggs", "x"], tags=["NNS", "XX"], pos=["NOUN", "X"], morphs=["Number=Plur", ""])
+    doc[1].set_morph(None)
+    assert value(doc[0], "tag+pos+morph") == "NNS NOUN|Number=Plur"
+    assert value(doc[1], "tag+pos+morph") == ""  # morph never annotated: left out

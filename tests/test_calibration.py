@@ -360,7 +360,7 @@ def test_entity_outcomes_judge_as_spacy_ner_scores():
     assert len(entity_outcomes(unannotated, spans)) == 0
 
 
-@pytest.mark.parametrize("target", ["tag", "pos", "tag+pos", "morph", "pos+morph", "ents"])
+@pytest.mark.parametrize("target", ["tag", "pos", "tag+pos", "morph", "pos+morph", "tag+pos+morph", "ents"])
 def test_predicted_values_read_back_what_gold_values_read(target):
     """A doc's own annotation, read as a prediction and as gold, agrees."""
     vocab = spacy.blank("en").vocab

@@ -44,7 +44,7 @@ def outputs_of(nlp: Language, *, model: str = "pipeline") -> Outputs:
 
     nlp (Language): the pipeline.
     model (str): its name, for the error message.
-    RETURNS (Outputs): the targets ("tag", "pos", "ents") and whether
+    RETURNS (Outputs): the targets ("tag", "pos", "morph", "ents") and whether
         token._.crf_confidence is set.
     """
     targets, confidence = [], False
@@ -52,7 +52,7 @@ def outputs_of(nlp: Language, *, model: str = "pipeline") -> Outputs:
         if nlp.get_pipe_meta(name).factory != "crf_tagger":
             continue
         cfg = nlp.get_pipe(name).cfg
-        for target in cfg["target"].split("+"):  # "tag+pos" writes both
+        for target in cfg["target"].split("+"):  # "tag+pos" writes both, ...
             if target not in targets:
                 targets.append(target)
         confidence = confidence or bool(cfg.get("store_confidence", False))

@@ -5,9 +5,10 @@ Output formats:
   id and carried fields in `doc.user_data["id"]` / `["fields"]` (and the
   confidences, when stored, as token._.crf_confidence).
 - "jsonl" / "parquet": one row per doc: the carried fields, then "id",
-  "tokens", and "tags" (target "tag"), "pos" (target "pos"), "entities"
-  (target "ents": token offsets, label and text) and "confidences" (when the
-  component stores them). "parquet" needs pyarrow (the "corpus" extra).
+  "tokens", and "tags" (targets with "tag"), "pos" (with "pos"), "morphs"
+  (with "morph": each token's FEATS string, "" for none or unset),
+  "entities" (target "ents": token offsets, label and text) and
+  "confidences" (when the component stores them). "parquet" needs pyarrow (the "corpus" extra).
 
 Each shard is written to a hidden temporary file in the output folder, then
 renamed: a shard file is whole or absent. The manifest (manifest.jsonl, one
@@ -37,7 +38,7 @@ TMP_PREFIX = ".tmp-"
 class Outputs:
     """What a pipeline's crf_tagger components write.
 
-    targets (Tuple[str, ...]): "tag", "pos" and/or "ents".
+    targets (Tuple[str, ...]): "tag", "pos", "morph" and/or "ents".
     confidence (bool): whether token._.crf_confidence is set.
     """
 
@@ -60,6 +61,8 @@ def doc_row(doc: Doc, record: Dict[str, Any], outputs: Outputs) -> Dict[str, Any
         row["tags"] = [token.tag_ for token in doc]
     if "pos" in outputs.targets:
         row["pos"] = [token.pos_ for token in doc]
+    if "morph" in outputs.targets:
+        row["morphs"] = [str(token.morph) for token in doc]
     if "ents" in outputs.targets:
         row["entities"] = [
             {"start": ent.start, "end": ent.end, "label": ent.label_, "text": ent.text} for ent in doc.ents
