@@ -6,6 +6,7 @@ Where things are:
   and "ents" mean (labels, gold values, writing);
 - constraints.py: which transitions a tag scheme allows;
 - threads.py: the CPU thread count of the component's torch work;
+- readers.py: a training corpus of gold-tokenised sentences and whole docs;
 - calibration.py: ECE, Brier score and reliability bins of probabilities;
 - temperature.py: fitting the temperature of the CRF's probabilities (`calibrate`);
 - ml/: the Thinc side (architectures, shim, the model's output, the loss);
@@ -26,6 +27,7 @@ from .ml import (
     build_hash_char_embed_v3,
     build_hash_char_embed_v4,
 )
+from .readers import create_sentences_and_docs_reader
 from .scorers import make_crf_tagger_scorer, make_crf_tagger_scorer_v2
 from .tagger import CRFPrediction, CRFTagger, make_crf_tagger
 
@@ -41,6 +43,7 @@ __all__ = [
     "build_hash_char_embed_v2",
     "build_hash_char_embed_v3",
     "build_hash_char_embed_v4",
+    "create_sentences_and_docs_reader",
     "make_crf_tagger",
     "make_crf_tagger_scorer",
     "make_crf_tagger_scorer_v2",

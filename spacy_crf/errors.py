@@ -137,6 +137,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "\"full\" for the others."
     )
 
+    E030 = (
+        "spacy_crf.SentencesAndDocs.v1 was given whole_docs={value!r} and "
+        "gold_preproc={gold_preproc!r}: whole_docs is the share of docs given whole, "
+        "a number from 0 to 1, and the reader always keeps the corpus's own words "
+        "(gold_preproc = true; for the tokenizer's, use spacy.Corpus.v1 with gold_preproc = false)."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
