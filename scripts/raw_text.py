@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Dict, List
 
 import spacy
-from spacy.tokens import Doc
 from spacy.training import Corpus, Example
+
+from spacy_crf.readers import gold_tokens_example
 
 from .common import print_and_write
 
@@ -43,11 +44,7 @@ def main(argv=None) -> int:
     nlp = spacy.load(args.model)
     sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
     raw = list(Corpus(args.dev, gold_preproc=False)(nlp))
-    whole = [
-        Example(Doc(nlp.vocab, words=[t.text for t in eg.reference], spaces=[bool(t.whitespace_) for t in eg.reference]),
-                eg.reference)
-        for eg in raw
-    ]
+    whole = [gold_tokens_example(nlp, eg.reference) for eg in raw]
     record = {
         "model": args.model,
         "dev": args.dev,

@@ -14,18 +14,13 @@ from spacy_crf.corpus.pipeline import outputs_of
 from spacy_crf.scorers import crf_tagger_score
 from spacy_crf.targets import TARGETS, gold_ids, label_classes, label_parts
 
-from .helpers import MORPH_SENTENCES, SMALL_MODEL, assert_same_weights, make_nlp, train
+from .helpers import MORPH_SENTENCES, assert_same_weights, make_nlp, train
+from .test_composed_emissions import COMPOSED
 
 # PTB tags of MORPH_SENTENCES
 TAGS = [["PRP", "VBP", "JJ", "NNS", "."], ["VB", "JJ", "NN", "."], ["PRP", "VBD", "NN", "."]]
 SENTENCES = [(words, tags, pos, morphs) for (words, pos, morphs), tags in zip(MORPH_SENTENCES, TAGS)]
 TEST_TEXTS = ["I like blue ham .", "They eat green eggs", "ham", "", "Eat green eggs !"]
-COMPOSED = {
-    **SMALL_MODEL,
-    "@architectures": "spacy_crf.BiLSTMCRF.v3",
-    "transitions": "factored",
-    "emissions": "composed",
-}
 TARGET = TARGETS["tag+pos+morph"]
 
 
