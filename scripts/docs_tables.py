@@ -653,7 +653,8 @@ def _measured_on(record: dict) -> Tuple[str, str]:
 def entity_probabilities(root: Path, prefix: str = "entities_") -> Optional[str]:
     """metrics/calibration/entities_*.json: the project's `entity-probabilities`
     command; prefix "crossfit_": the pooled measurements (`--and`), each dev
-    half measured by the pipeline calibrated on the other."""
+    half measured by the pipeline calibrated on the other; prefix "folds_":
+    each train fold measured by the pipeline trained on the other folds."""
     paths = sorted((root / "metrics" / "calibration").glob(f"{prefix}*.json"))
     records = {path.stem[len(prefix):]: load(path) for path in paths}
     # the precision/recall plot of a record: pr_NAME.png (entities_), pr_crossfit_NAME.png
@@ -779,6 +780,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "peers": peers,
     "entity-probabilities": entity_probabilities,
     "entity-probabilities-crossfit": functools.partial(entity_probabilities, prefix="crossfit_"),
+    # the project's entity-probabilities-folds: three fold models, each measured on its held-out train fold
+    "entity-probabilities-folds": functools.partial(entity_probabilities, prefix="folds_"),
     "probability-overhead": probability_overhead,
     "predict-stages": predict_stages,
     "predict-stages-gpu": predict_stages_gpu,

@@ -662,6 +662,38 @@ def test_split_corpus_halves(tmp_path, interleave, capsys):
         assert halves == [[f"doc {i}" for i in (0, 1, 2)], [f"doc {i}" for i in (3, 4, 5, 6)]]
 
 
+def test_split_corpus_folds(tmp_path, capsys):
+    """scripts.split_corpus --folds: each doc is held out in exactly one
+    fold (with --block, in blocks of consecutive docs), and every fold's rest
+    is the other docs in their order."""
+    from scripts.split_corpus import main as split_main
+
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc(f"doc {i}") for i in range(7)]
+    DocBin(docs=docs).to_disk(tmp_path / "all.spacy")
+    assert split_main([str(tmp_path / "all.spacy"), "--folds", "3", "--output-dir", str(tmp_path / "folds")]) == 0
+
+    def texts(name):
+        return [d.text for d in DocBin().from_disk(tmp_path / "folds" / name).get_docs(nlp.vocab)]
+
+    held_out = [texts(f"fold-{k}.spacy") for k in range(3)]
+    assert held_out == [["doc 0", "doc 3", "doc 6"], ["doc 1", "doc 4"], ["doc 2", "doc 5"]]
+    for k in range(3):
+        assert texts(f"rest-{k}.spacy") == [d.text for d in docs if d.text not in held_out[k]]
+    # blocks of consecutive docs stay together, the blocks go round robin
+    argv = [str(tmp_path / "all.spacy"), "--folds", "3", "--block", "2", "--output-dir", str(tmp_path / "folds")]
+    assert split_main(argv) == 0
+    held_out = [texts(f"fold-{k}.spacy") for k in range(3)]
+    assert held_out == [["doc 0", "doc 1", "doc 6"], ["doc 2", "doc 3"], ["doc 4", "doc 5"]]
+    assert texts("rest-0.spacy") == ["doc 2", "doc 3", "doc 4", "doc 5"]
+    with pytest.raises(SystemExit):
+        split_main([str(tmp_path / "all.spacy"), "--folds", "3", "--block", "3", "--output-dir", str(tmp_path / "x")])
+    with pytest.raises(SystemExit):
+        split_main([str(tmp_path / "all.spacy"), "--folds", "1", "--output-dir", str(tmp_path / "x")])
+    with pytest.raises(SystemExit):
+        split_main([str(tmp_path / "all.spacy"), str(tmp_path / "a.spacy")])
+
+
 def test_sampling_ece_is_the_ece_of_a_calibrated_predictor():
     """sampling_ece: zero for certain predictions, shrinking with n, near
     the ECE measured on outcomes truly drawn with the probabilities, and
