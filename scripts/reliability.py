@@ -104,7 +104,8 @@ def plot(result: Dict[str, Any], path: Path, title: str) -> None:
             points = [(c, a) for c, a in zip(bins["confidence"], bins["accuracy"]) if c is not None]
             ece = "-" if data["ece"] is None else f"{data['ece']:.3f}"
             # one temperature, or a label of several (pooled pipelines)
-            tau = data["temperature"] if isinstance(data["temperature"], str) else f"{data['temperature']:.3g}"
+            tau = data["temperature"]
+            tau = "-" if tau is None else tau if isinstance(tau, str) else f"{tau:.3g}"
             ax.plot([c for c, _ in points], [a for _, a in points], style, markersize=4,
                     label=f"{when}: tau = {tau}, ECE {ece}")
         ax.set_xlim(0, 1)

@@ -6,7 +6,8 @@
 BEFORE and AFTER are two `--json` outputs of scripts.entity_probabilities
 (pooled with --and or not), e.g. the fold models at tau = 1 and calibrated:
 their entity bins are drawn as scripts.reliability draws its own, one panel,
-the temperatures of every pooled pipeline in the legend.
+the temperatures of every pooled pipeline in the legend. Both must have
+measured the same docs.
 """
 import argparse
 import json
@@ -38,6 +39,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(MATPLOTLIB_MISSING, file=sys.stderr)
         return 1
     before, after = (json.loads(path.read_text()) for path in (args.before, args.after))
+    if before.get("dev") != after.get("dev"):
+        parser.error(f"BEFORE measured {before.get('dev')}, AFTER {after.get('dev')}: give two records of the same docs")
     result = {"entities": {"before": panel(before), "after": panel(after)}}
     plot(result, args.plot, args.title or f"{args.after.stem}, pooled")
     print(f"wrote {args.plot}")

@@ -2,7 +2,8 @@
 to calibrate on and one to measure on), or into K folds for cross-fitting.
 
     python -m scripts.split_corpus corpus/en_ewt-ud-dev.spacy corpus/dev-a.spacy corpus/dev-b.spacy [--interleave]
-    python -m scripts.split_corpus corpus/uner-train.spacy --folds 3 --block 40 --output-dir corpus/uner-train-folds
+    python -m scripts.split_corpus corpus/uner-train.spacy --folds 3 --block 40 --output-dir corpus/uner-train-folds \
+        [--dev corpus/uner-dev.spacy]
 
 By default the first half of the docs and the rest; with --interleave the docs
 alternate between the halves (even docs, odd docs), so that both halves hold
@@ -11,18 +12,18 @@ every part of a corpus ordered by genre or source, as UD treebanks are.
 With --folds K, the docs go to the folds in blocks of --block consecutive
 docs, round robin: doc i to fold (i // block) mod K. The output folder gets
 fold-k.spacy (the held-out docs of fold k) and rest-k.spacy (every other doc,
-to train on), for k = 0 .. K-1. Blocks keep the chunks of one source document
-(the corpus' docs of 10 sentences cut a treebank's documents) in one fold, so
-that a held-out fold does not share its documents' names with the training
-folds; round robin gives every fold every genre. (UNER English EWT, docs of
-10 sentences: with --block 1, 65% of fold 0's entity strings occur in the
-other folds, against 40% of the dev set's in train; with --block 40, 40 to
-53%.)
+to train on), for k = 0 .. K-1. Blocks keep the chunks of a source document
+(the corpus' docs of 10 sentences cut a treebank's documents) mostly in one
+fold, so that a held-out fold shares fewer of its names with the training
+folds; round robin gives every fold every genre. For a corpus with entities
+the command prints, per fold, the share of the held-out entities whose text
+(lower-cased) is also an entity of the rest, and with --dev DEV.spacy the
+same share of the dev set's entities in the whole corpus, to compare.
 """
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import spacy
 from spacy.tokens import DocBin
@@ -49,6 +50,14 @@ def folds(docs: list, n_folds: int, block: int = 1) -> List[Tuple[list, list]]:
     ]
 
 
+def seen_entities(held_out: list, rest: list) -> Optional[float]:
+    """The share of the held-out docs' entities whose lower-cased text is
+    also an entity of the rest; None without entities."""
+    known = {ent.text.lower() for doc in rest for ent in doc.ents}
+    texts = [ent.text.lower() for doc in held_out for ent in doc.ents]
+    return sum(text in known for text in texts) / len(texts) if texts else None
+
+
 def _save(docs: list, path) -> None:
     DocBin(docs=docs, store_user_data=True).to_disk(path)
 
@@ -59,26 +68,37 @@ def main(argv=None) -> int:
     parser.add_argument("first", nargs="?", help="the first half (without --folds)")
     parser.add_argument("second", nargs="?", help="the second half (without --folds)")
     parser.add_argument("--interleave", action="store_true", help="even docs to the first half, odd docs to the second")
-    parser.add_argument("--folds", type=int, default=0, help="split into this many interleaved folds instead")
-    parser.add_argument("--block", type=int, default=1, help="with --folds: consecutive docs that stay in one fold")
+    parser.add_argument("--folds", type=int, default=0, help="split into this many folds instead")
+    parser.add_argument("--block", type=int, default=None, help="with --folds: consecutive docs dealt together (default 1)")
     parser.add_argument("--output-dir", default=None, help="with --folds: where fold-k.spacy and rest-k.spacy go")
+    parser.add_argument("--dev", default=None, help="with --folds: also print the share of this corpus' entities seen")
     args = parser.parse_args(argv)
-    if args.folds and (args.folds < 2 or args.block < 1):
-        parser.error(f"--folds must be at least 2 and --block at least 1, got {args.folds} and {args.block}")
-    if args.folds and (args.output_dir is None or args.first or args.second):
-        parser.error("--folds takes --output-dir and no FIRST or SECOND")
-    if not args.folds and (args.first is None or args.second is None):
-        parser.error("give FIRST and SECOND, or --folds K --output-dir DIR")
+    if not args.folds:
+        if args.first is None or args.second is None or any(x is not None for x in (args.block, args.output_dir, args.dev)):
+            parser.error("give FIRST and SECOND (halves), or --folds K --output-dir DIR [--block N]")
+    elif args.first or args.second or args.interleave or args.output_dir is None:
+        parser.error("--folds takes --output-dir and --block, not FIRST, SECOND or --interleave")
+    block = 1 if args.block is None else args.block
+    if args.folds and (args.folds < 2 or block < 1):
+        parser.error(f"--folds must be at least 2 and --block at least 1, got {args.folds} and {block}")
     docs = list(DocBin().from_disk(args.corpus).get_docs(spacy.blank("xx").vocab))
     if args.folds:
-        if len(docs) < args.folds * args.block:
-            parser.error(f"{len(docs)} docs cannot make {args.folds} folds of blocks of {args.block}")
+        if len(docs) <= (args.folds - 1) * block:
+            parser.error(f"{len(docs)} docs leave a fold empty: {args.folds} folds in blocks of {block} "
+                         f"need more than {(args.folds - 1) * block}")
         output = Path(args.output_dir)
         output.mkdir(parents=True, exist_ok=True)
-        for k, (held_out, rest) in enumerate(folds(docs, args.folds, args.block)):
+        for k, (held_out, rest) in enumerate(folds(docs, args.folds, block)):
             _save(held_out, output / f"fold-{k}.spacy")
             _save(rest, output / f"rest-{k}.spacy")
-            print(f"fold {k}: {len(held_out)} docs held out, {len(rest)} to train on -> {output}")
+            seen = seen_entities(held_out, rest)
+            note = "" if seen is None else f"; {100 * seen:.1f}% of its entities' texts are entities of the rest"
+            print(f"fold {k}: {len(held_out)} docs held out, {len(rest)} to train on{note} -> {output}")
+        if args.dev is not None:
+            dev = list(DocBin().from_disk(args.dev).get_docs(spacy.blank("xx").vocab))
+            seen = seen_entities(dev, docs)
+            if seen is not None:
+                print(f"{args.dev}: {100 * seen:.1f}% of its entities' texts are entities of {args.corpus}")
         return 0
     first, second = split(docs, args.interleave)
     _save(first, args.first)

@@ -664,34 +664,49 @@ def test_split_corpus_halves(tmp_path, interleave, capsys):
 
 def test_split_corpus_folds(tmp_path, capsys):
     """scripts.split_corpus --folds: each doc is held out in exactly one
-    fold (with --block, in blocks of consecutive docs), and every fold's rest
-    is the other docs in their order."""
+    fold (with --block, in blocks of consecutive docs dealt round robin),
+    every fold's rest is the other docs in their order, and the share of
+    held-out entities seen in the rest is printed."""
     from scripts.split_corpus import main as split_main
 
     nlp = spacy.blank("en")
     docs = [nlp.make_doc(f"doc {i}") for i in range(7)]
+    for i, doc in enumerate(docs):  # "doc" is an entity in docs 0 to 3, "i" in doc i
+        doc.ents = [doc.char_span(0, 3, label="X"), doc.char_span(4, 5, label="N")] if i < 4 else [doc.char_span(4, 5, label="N")]
     DocBin(docs=docs).to_disk(tmp_path / "all.spacy")
-    assert split_main([str(tmp_path / "all.spacy"), "--folds", "3", "--output-dir", str(tmp_path / "folds")]) == 0
+    corpus = str(tmp_path / "all.spacy")
 
-    def texts(name):
-        return [d.text for d in DocBin().from_disk(tmp_path / "folds" / name).get_docs(nlp.vocab)]
+    def texts(folder, name):
+        return [d.text for d in DocBin().from_disk(tmp_path / folder / name).get_docs(nlp.vocab)]
 
-    held_out = [texts(f"fold-{k}.spacy") for k in range(3)]
+    assert split_main([corpus, "--folds", "3", "--output-dir", str(tmp_path / "one"), "--dev", corpus]) == 0
+    held_out = [texts("one", f"fold-{k}.spacy") for k in range(3)]
     assert held_out == [["doc 0", "doc 3", "doc 6"], ["doc 1", "doc 4"], ["doc 2", "doc 5"]]
     for k in range(3):
-        assert texts(f"rest-{k}.spacy") == [d.text for d in docs if d.text not in held_out[k]]
-    # blocks of consecutive docs stay together, the blocks go round robin
-    argv = [str(tmp_path / "all.spacy"), "--folds", "3", "--block", "2", "--output-dir", str(tmp_path / "folds")]
-    assert split_main(argv) == 0
-    held_out = [texts(f"fold-{k}.spacy") for k in range(3)]
+        assert texts("one", f"rest-{k}.spacy") == [d.text for d in docs if d.text not in held_out[k]]
+    printed = capsys.readouterr().out
+    # fold 0: "doc" twice (seen in docs 1, 2) and 0, 3, 6 (unseen): 2 of 5; the corpus against itself: all
+    assert "fold 0: 3 docs held out, 4 to train on; 40.0% of its entities" in printed
+    assert f"{corpus}: 100.0% of its entities' texts are entities of {corpus}" in printed
+    assert split_main([corpus, "--folds", "3", "--block", "2", "--output-dir", str(tmp_path / "two")]) == 0
+    held_out = [texts("two", f"fold-{k}.spacy") for k in range(3)]
     assert held_out == [["doc 0", "doc 1", "doc 6"], ["doc 2", "doc 3"], ["doc 4", "doc 5"]]
-    assert texts("rest-0.spacy") == ["doc 2", "doc 3", "doc 4", "doc 5"]
-    with pytest.raises(SystemExit):
-        split_main([str(tmp_path / "all.spacy"), "--folds", "3", "--block", "3", "--output-dir", str(tmp_path / "x")])
-    with pytest.raises(SystemExit):
-        split_main([str(tmp_path / "all.spacy"), "--folds", "1", "--output-dir", str(tmp_path / "x")])
-    with pytest.raises(SystemExit):
-        split_main([str(tmp_path / "all.spacy"), str(tmp_path / "a.spacy")])
+    assert texts("two", "rest-0.spacy") == ["doc 2", "doc 3", "doc 4", "doc 5"]
+    # blocks of 3: folds of 3, 3 and 1 docs; of 4, the third fold would be empty
+    assert split_main([corpus, "--folds", "3", "--block", "3", "--output-dir", str(tmp_path / "three")]) == 0
+    assert [len(texts("three", f"fold-{k}.spacy")) for k in range(3)] == [3, 3, 1]
+    wrong = {
+        "leave a fold empty": [corpus, "--folds", "3", "--block", "4", "--output-dir", str(tmp_path / "x")],
+        "--folds must be at least 2": [corpus, "--folds", "1", "--output-dir", str(tmp_path / "x")],
+        "--folds takes --output-dir": [corpus, "--folds", "2"],
+        "not FIRST, SECOND or --interleave": [corpus, "--folds", "2", "--interleave", "--output-dir", str(tmp_path / "x")],
+        "give FIRST and SECOND": [corpus, str(tmp_path / "a.spacy")],
+        "(halves), or --folds": [corpus, str(tmp_path / "a.spacy"), str(tmp_path / "b.spacy"), "--block", "2"],
+    }
+    for message, argv in wrong.items():
+        with pytest.raises(SystemExit):
+            split_main(argv)
+        assert message in capsys.readouterr().err
 
 
 def test_sampling_ece_is_the_ece_of_a_calibrated_predictor():

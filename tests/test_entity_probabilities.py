@@ -248,24 +248,30 @@ def test_pooling_different_systems_is_refused(crf_model, beam_model, dev, tmp_pa
 
 def test_reliability_pooled_draws_both_records(crf_model, dev, tmp_path, monkeypatch):
     """scripts.reliability_pooled: one entity panel, before and after, from
-    two of the script's JSONs; the pooled temperatures make one label."""
+    two of the script's JSONs of the same docs; the pooled temperatures make
+    one label; records of different docs are refused."""
     from scripts import reliability_pooled
 
     other = tmp_path / "other"
     nlp = spacy.load(crf_model)
     nlp.get_pipe("crf_tagger").temperature = 1.0
     nlp.to_disk(other)
-    before = run_script(other, dev, tmp_path / "before.json")
+    before = run_script(other, dev, tmp_path / "before.json", "--and", str(other), str(dev))
     after = run_script(crf_model, dev, tmp_path / "after.json", "--and", str(other), str(dev))
-    assert reliability_pooled.panel(before)["temperature"] == "1"
+    single = run_script(other, dev, tmp_path / "single.json")
+    assert reliability_pooled.panel(single)["temperature"] == "1"
     assert reliability_pooled.panel(after)["temperature"] == f"{TEMPERATURE:.3g}, 1"
-    assert reliability_pooled.panel(after)["bins"] == after["entities"]["bins"]
     drawn = {}
     monkeypatch.setattr(reliability_pooled, "plot", lambda result, path, title: drawn.update(result=result, path=path))
     argv = [str(tmp_path / "before.json"), str(tmp_path / "after.json"), "--plot", str(tmp_path / "r.png")]
     assert reliability_pooled.main(argv) == 0
     assert drawn["path"] == tmp_path / "r.png"
-    assert drawn["result"]["entities"]["after"]["n"] == after["entities"]["n"] == 2 * before["entities"]["n"]
+    assert drawn["result"]["entities"]["before"]["bins"] == before["entities"]["bins"]
+    assert drawn["result"]["entities"]["after"]["bins"] == after["entities"]["bins"]
+    assert drawn["result"]["entities"]["after"]["n"] == 2 * single["entities"]["n"]
+    assert before["entities"]["bins"] != after["entities"]["bins"]
     monkeypatch.undo()
     assert reliability_pooled.main(argv) == 0
     assert (tmp_path / "r.png").stat().st_size > 0
+    with pytest.raises(SystemExit):
+        reliability_pooled.main([str(tmp_path / "single.json"), str(tmp_path / "after.json"), "--plot", str(tmp_path / "x.png")])
