@@ -78,25 +78,27 @@ def main(argv=None) -> int:
             parser.error("give FIRST and SECOND (halves), or --folds K --output-dir DIR [--block N]")
     elif args.first or args.second or args.interleave or args.output_dir is None:
         parser.error("--folds takes --output-dir and --block, not FIRST, SECOND or --interleave")
-    block = 1 if args.block is None else args.block
-    if args.folds and (args.folds < 2 or block < 1):
-        parser.error(f"--folds must be at least 2 and --block at least 1, got {args.folds} and {block}")
-    docs = list(DocBin().from_disk(args.corpus).get_docs(spacy.blank("xx").vocab))
+    vocab = spacy.blank("xx").vocab
+    docs = list(DocBin().from_disk(args.corpus).get_docs(vocab))
     if args.folds:
-        if len(docs) <= (args.folds - 1) * block:
+        block = 1 if args.block is None else args.block
+        try:
+            parts = folds(docs, args.folds, block)
+        except ValueError:
+            parser.error(f"--folds must be at least 2 and --block at least 1, got {args.folds} and {block}")
+        if not all(held_out for held_out, _ in parts):
             parser.error(f"{len(docs)} docs leave a fold empty: {args.folds} folds in blocks of {block} "
                          f"need more than {(args.folds - 1) * block}")
         output = Path(args.output_dir)
         output.mkdir(parents=True, exist_ok=True)
-        for k, (held_out, rest) in enumerate(folds(docs, args.folds, block)):
+        for k, (held_out, rest) in enumerate(parts):
             _save(held_out, output / f"fold-{k}.spacy")
             _save(rest, output / f"rest-{k}.spacy")
             seen = seen_entities(held_out, rest)
             note = "" if seen is None else f"; {100 * seen:.1f}% of its entities' texts are entities of the rest"
             print(f"fold {k}: {len(held_out)} docs held out, {len(rest)} to train on{note} -> {output}")
         if args.dev is not None:
-            dev = list(DocBin().from_disk(args.dev).get_docs(spacy.blank("xx").vocab))
-            seen = seen_entities(dev, docs)
+            seen = seen_entities(list(DocBin().from_disk(args.dev).get_docs(vocab)), docs)
             if seen is not None:
                 print(f"{args.dev}: {100 * seen:.1f}% of its entities' texts are entities of {args.corpus}")
         return 0
