@@ -8,7 +8,11 @@
   `spacy convert --n-sents` made): the model reads across sentence boundaries;
 - `raw`: the docs' text through the pipeline's own tokenizer (`spacy evaluate`
   without --gold-preproc): the words it gets wrong are scored as spaCy scores them
-  (a token that does not align with one gold word has no gold label).
+  (a token that does not align with one gold word has no gold label);
+- `raw_by_sentence`: the same tokens, cut into sentences by spaCy's rule-based
+  `sentencizer`, each sentence run through the pipeline as a doc of its own
+  (as the configs train on sentences): what reading across sentence
+  boundaries costs on raw text.
 
 The step from the first to the second is the cost of multi-sentence docs, from
 the second to the third the cost of tokenization. Scores are the pipeline's own
@@ -20,6 +24,8 @@ from pathlib import Path
 from typing import Dict, List
 
 import spacy
+from spacy.scorer import Scorer
+from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 
 from spacy_crf.readers import gold_tokens_example
@@ -35,6 +41,26 @@ def scores(nlp, examples: List[Example]) -> Dict[str, float]:
     return {key: round(100 * result[key], 2) for key in KEYS if result.get(key) is not None}
 
 
+def token_scores(nlp, examples: List[Example]) -> Dict[str, float]:
+    """The pipeline's accuracies, in percent, of examples it has already tagged."""
+    result = Scorer(nlp).score(examples)
+    return {key: round(100 * result[key], 2) for key in KEYS if result.get(key) is not None}
+
+
+def tag_by_sentence(nlp, docs: List[Doc]) -> List[Doc]:
+    """The docs (tokenized, not yet tagged), each of their sentences by
+    spaCy's `sentencizer` run through the pipeline as a doc of its own, and
+    the sentences' tags, UPOS and morphology copied back."""
+    sentencizer = spacy.blank(nlp.lang).add_pipe("sentencizer")
+    docs = [sentencizer(doc) for doc in docs]
+    sentences = [sent for doc in docs for sent in doc.sents]
+    for sent, tagged in zip(sentences, nlp.pipe(sent.as_doc() for sent in sentences)):
+        for token, done in zip(sent, tagged):
+            token.tag_, token.pos_ = done.tag_, done.pos_
+            token.set_morph(done.morph)
+    return docs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model")
@@ -45,6 +71,7 @@ def main(argv=None) -> int:
     sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
     raw = list(Corpus(args.dev, gold_preproc=False)(nlp))
     whole = [gold_tokens_example(nlp, eg.reference) for eg in raw]
+    by_sentence = tag_by_sentence(nlp, [nlp.make_doc(eg.reference.text) for eg in raw])
     record = {
         "model": args.model,
         "dev": args.dev,
@@ -53,6 +80,8 @@ def main(argv=None) -> int:
         "gold_sentences": scores(nlp, sentences),
         "gold_docs": scores(nlp, whole),
         "raw": scores(nlp, raw),
+        "raw_by_sentence": token_scores(nlp, [Example(doc, eg.reference) for doc, eg in zip(by_sentence, raw)]),
+        "sentencizer_sentences": sum(len(list(doc.sents)) for doc in by_sentence),
     }
     print_and_write(record, args.output)
     return 0

@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import spacy
+from spacy.language import Language
 
 from scripts.decoding_ablation import restrict_to_dictionary
 from scripts.morph_table import write_tables as write_morph_tables
+from scripts.raw_text import tag_by_sentence
 from scripts.results_table import main as print_results_table
 from scripts.unseen_bundles import unseen_bundle_rate
 
@@ -334,7 +337,7 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
         assert json.loads((model / "train_time.json").read_text())["train_seconds"] > 0
         assert json.loads((model / "model-best" / "meta.json").read_text())["lang"] == "tr"
         raw = json.loads((metrics / f"{config}-raw.json").read_text())
-        for kind in ("gold_sentences", "gold_docs", "raw"):
+        for kind in ("gold_sentences", "gold_docs", "raw", "raw_by_sentence"):
             assert 0.0 <= raw[kind]["pos_acc"] <= 100.0 and 0.0 <= raw[kind]["morph_acc"] <= 100.0
         assert raw["gold_sentences"]["pos_acc"] == pytest.approx(100 * scores["pos_acc"], abs=0.01)
     for name in ("pos", "morph", "pos+morph"):
@@ -351,6 +354,28 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
     assert [row.split(" | ")[0] for row in rows] == ["| crf_tagger", "| spaCy morphologizer"]
     assert all(" - " not in row for row in rows)  # every column filled
     assert (metrics / "table.md").read_text().strip() == table.strip()
+
+
+def test_raw_text_tags_each_sentence_as_a_doc_of_its_own():
+    """scripts.raw_text's `raw_by_sentence`: the sentencizer's sentences go
+    through the pipeline one doc each, and their annotations come back."""
+    name = "test_position_tagger"
+    if name not in Language.factories:
+        @Language.component(name)
+        def position_tagger(doc):
+            for token in doc:
+                token.tag_ = str(token.i)
+                token.pos_ = "NOUN" if token.i == 0 else "X"
+                token.set_morph(f"Number={'Sing' if token.i == 0 else 'Plur'}")
+            return doc
+
+    nlp = spacy.blank("tr")
+    nlp.add_pipe(name)
+    docs = tag_by_sentence(nlp, [nlp.make_doc("Bir iki. Üç dört beş! Altı"), nlp.make_doc("Yedi")])
+    assert [t.tag_ for t in docs[0]] == ["0", "1", "2", "0", "1", "2", "3", "0"]
+    assert [t.pos_ for t in docs[0]] == ["NOUN", "X", "X", "NOUN", "X", "X", "X", "NOUN"]
+    assert [str(t.morph) for t in docs[1]] == ["Number=Sing"]
+    assert [len(sent) for sent in docs[0].sents] == [3, 4, 1]
 
 
 def test_unseen_bundles_counts_syntactic_words(tmp_path):
