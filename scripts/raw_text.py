@@ -1,4 +1,4 @@
-"""Where accuracy goes from gold tokens to raw text: one model scored three ways.
+"""Where accuracy goes from gold tokens to raw text: one model scored four ways.
 
     python -m scripts.raw_text MODEL DEV.spacy [--output OUT.json]
 
@@ -15,7 +15,8 @@
   boundaries costs on raw text.
 
 The step from the first to the second is the cost of multi-sentence docs, from
-the second to the third the cost of tokenization. Scores are the pipeline's own
+the second to the third the cost of tokenization; the fourth is the third with
+the sentence boundaries of a rule-based sentencizer put back. Scores are the pipeline's own
 (tag_acc, pos_acc, morph_acc, whichever it has), in percent.
 """
 import argparse
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import spacy
+from spacy.pipeline import Sentencizer
 from spacy.scorer import Scorer
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
@@ -51,7 +53,7 @@ def tag_by_sentence(nlp, docs: List[Doc]) -> List[Doc]:
     """The docs (tokenized, not yet tagged), each of their sentences by
     spaCy's `sentencizer` run through the pipeline as a doc of its own, and
     the sentences' tags, UPOS and morphology copied back."""
-    sentencizer = spacy.blank(nlp.lang).add_pipe("sentencizer")
+    sentencizer = Sentencizer()
     docs = [sentencizer(doc) for doc in docs]
     sentences = [sent for doc in docs for sent in doc.sents]
     for sent, tagged in zip(sentences, nlp.pipe(sent.as_doc() for sent in sentences)):
@@ -71,7 +73,7 @@ def main(argv=None) -> int:
     sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
     raw = list(Corpus(args.dev, gold_preproc=False)(nlp))
     whole = [gold_tokens_example(nlp, eg.reference) for eg in raw]
-    by_sentence = tag_by_sentence(nlp, [nlp.make_doc(eg.reference.text) for eg in raw])
+    by_sentence = tag_by_sentence(nlp, [eg.predicted.copy() for eg in raw])
     record = {
         "model": args.model,
         "dev": args.dev,

@@ -144,6 +144,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "(gold_preproc = true; for the tokenizer's, use spacy.Corpus.v1 with gold_preproc = false)."
     )
 
+    E031 = (
+        "Component '{name}' was given by_sentence={value!r}: expected true (read "
+        "each sentence of a doc with sentence boundaries on its own) or false."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (

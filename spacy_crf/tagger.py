@@ -89,6 +89,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 RUN_SETTINGS = (
     "overwrite",
     "window",
+    "by_sentence",
     "store_confidence",
     "store_entity_probs",
     "ents_threshold",
@@ -130,6 +131,7 @@ class CRFPrediction(NamedTuple):
         "target": "tag",
         "overwrite": False,
         "window": 8192,
+        "by_sentence": False,
         "store_confidence": False,
         "store_entity_probs": False,
         "ents_threshold": 0.0,
@@ -161,6 +163,7 @@ def make_crf_tagger(
     target: str,
     overwrite: bool,
     window: int,
+    by_sentence: bool,
     store_confidence: bool,
     store_entity_probs: bool,
     ents_threshold: float,
@@ -190,6 +193,11 @@ def make_crf_tagger(
         memory; 0 never splits. The model's chunk_size is smaller and
         different: within a window, it cuts the BiLSTM-CRF's sequence into
         rows of one batch (a short time loop). See spacy_crf.ml.doc_scores.
+    by_sentence (bool): where a doc has sentence boundaries (a senter,
+        sentencizer or parser earlier in the pipeline), the BiLSTM and the CRF
+        read each sentence on its own, as the configs train on single
+        sentences; docs without boundaries are read whole. The tok2vec
+        still reads the whole doc.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
     store_entity_probs (bool): target "ents": write each entity's exact
@@ -232,6 +240,7 @@ def make_crf_tagger(
         target=target,
         overwrite=overwrite,
         window=window,
+        by_sentence=by_sentence,
         store_confidence=store_confidence,
         store_entity_probs=store_entity_probs,
         ents_threshold=ents_threshold,
@@ -283,6 +292,7 @@ class CRFTagger(TrainablePipe):
         target: str = "tag",
         overwrite: bool = False,
         window: int = 8192,
+        by_sentence: bool = False,
         store_confidence: bool = False,
         store_entity_probs: bool = False,
         ents_threshold: float = 0.0,
@@ -301,6 +311,8 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E014.format(scheme=constraints, options=list(SCHEMES) + ["auto"]))
         if target == "ents" and constraints not in ENTITY_SCHEMES + ("auto",):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
+        if not isinstance(by_sentence, bool):
+            raise ValueError(Errors.E031.format(name=name, value=by_sentence))
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError(Errors.E018.format(name=name, threads=threads))
         asks_spans = (
@@ -326,6 +338,7 @@ class CRFTagger(TrainablePipe):
             "target": target,
             "overwrite": overwrite,
             "window": window,
+            "by_sentence": by_sentence,
             "store_confidence": store_confidence,
             "store_entity_probs": store_entity_probs,
             "ents_threshold": ents_threshold,
@@ -618,7 +631,13 @@ class CRFTagger(TrainablePipe):
         """The model's scores for the docs, long docs window by window."""
         if torch_network(self.model) is None:
             raise ValueError(Errors.E009.format(name=self.name))
-        return DocScores(self.model, list(docs), window=self.cfg.get("window") or 0, temperature=self.temperature)
+        return DocScores(
+            self.model,
+            list(docs),
+            window=self.cfg.get("window") or 0,
+            temperature=self.temperature,
+            by_sentence=bool(self.cfg.get("by_sentence", False)),
+        )
 
     # Training
 

@@ -37,29 +37,9 @@ def thinc_ops_restored():
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        group = shared_fixture_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs CUDA")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
-
-
-def shared_fixture_group(item):
-    """With pytest-xdist (`-n auto --dist loadgroup`, as the README runs the
-    tests) the tests that use one module-scoped fixture (a trained model, a
-    project that ran a workflow, a Ray cluster) share a group, so a single
-    worker builds the fixture once; the other tests spread over the workers.
-    The group is named after the first such fixture the test uses."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    for name in info.names_closure:
-        definitions = info.name2fixturedefs.get(name)
-        if definitions and definitions[-1].scope == "module":
-            return f"{item.module.__name__}::{name}"
-    return None

@@ -192,14 +192,41 @@ def _crf_layer_init(model: Model, X: Optional[List[Floats2d]] = None, Y: Any = N
     crf_shim(model).build(nI, nO)
 
 
+def predict_by_pieces(model: Model, docs: List[Doc], pieces: Sequence[Sequence[int]]) -> CRFBatch:
+    """`model.predict(docs)`, with each doc read as its consecutive pieces
+    (e.g. its sentences): the BiLSTM and the CRF read each piece as a row of
+    its own (cut by chunk_size where longer), as they would a doc of its own;
+    the tok2vec reads the whole doc (per token for HashCharEmbed and the
+    character CNN, so the rows are then those of the pieces as docs).
+
+    model (Model[List[Doc], CRFBatch]): a built spacy_crf.BiLSTMCRF model.
+    docs (List[Doc]): the docs.
+    pieces (Sequence[Sequence[int]]): per doc, the lengths of its pieces, in
+        order, summing to the doc's length.
+    RETURNS (CRFBatch): the scores, one row per piece (or chunk of one).
+    """
+    for doc, doc_pieces in zip(docs, pieces):
+        if not len(doc_pieces) or sum(doc_pieces) != len(doc) or any(n < 0 for n in doc_pieces):
+            raise ValueError(f"the pieces {list(doc_pieces)} do not cut a doc of {len(doc)} tokens")
+    X = model.get_ref("tok2vec").predict(docs)
+    return _score_pieces(model.get_ref("output_layer"), X, pieces, is_train=False)[0]
+
+
 def _crf_layer_forward(model: Model, X: List[Floats2d], is_train: bool) -> Tuple[CRFBatch, Callable]:
     """Cut docs longer than chunk_size into chunks; score the chunks."""
+    return _score_pieces(model, X, [[len(x)] for x in X], is_train)
+
+
+def _score_pieces(
+    model: Model, X: List[Floats2d], pieces: Sequence[Sequence[int]], is_train: bool
+) -> Tuple[CRFBatch, Callable]:
+    """Score each doc's pieces (cut where longer than chunk_size) as rows."""
     if crf_shim(model).network is None:
         raise ValueError(Errors.E009.format(name=model.name))
     xp = model.ops.xp
     chunk_size = model.attrs["chunk_size"]
     doc_lengths = [len(x) for x in X]
-    lengths = chunk_lengths(doc_lengths, chunk_size)
+    lengths = [n for doc_pieces in pieces for n in chunk_lengths(doc_pieces, chunk_size)]
     if len(lengths) == len(X):
         scores, backprop_rows = model.layers[0](X, is_train)
     else:
@@ -212,7 +239,7 @@ def _crf_layer_forward(model: Model, X: List[Floats2d], is_train: bool) -> Tuple
             return d_rows
         return xp.split(xp.concatenate(d_rows), numpy.cumsum(doc_lengths)[:-1].tolist())
 
-    return CRFBatch.from_docs(scores, doc_lengths, chunk_size), backprop
+    return CRFBatch.from_pieces(scores, pieces, chunk_size), backprop
 
 
 def _convert_inputs(

@@ -181,8 +181,21 @@ class CRFBatch:
         cls, scores: Union[CRFScores, PackedScores], doc_lengths: Sequence[int], chunk_size: int
     ) -> "CRFBatch":
         """The batch of docs cut by `chunk_lengths(doc_lengths, chunk_size)`."""
-        per_doc = [chunk_lengths([n], chunk_size) for n in doc_lengths]
-        return cls(scores, list(doc_lengths), [n for rows in per_doc for n in rows], [len(rows) for rows in per_doc])
+        return cls.from_pieces(scores, [[n] for n in doc_lengths], chunk_size)
+
+    @classmethod
+    def from_pieces(
+        cls, scores: Union[CRFScores, PackedScores], pieces: Sequence[Sequence[int]], chunk_size: int
+    ) -> "CRFBatch":
+        """The batch of docs, each read as its consecutive pieces (e.g. its
+        sentences: per doc, their lengths), each piece cut by `chunk_lengths`."""
+        per_doc = [chunk_lengths(doc_pieces, chunk_size) for doc_pieces in pieces]
+        return cls(
+            scores,
+            [sum(doc_pieces) for doc_pieces in pieces],
+            [n for rows in per_doc for n in rows],
+            [len(rows) for rows in per_doc],
+        )
 
     @classmethod
     def empty(cls, n_docs: int, n_labels: int, device: torch.device) -> "CRFBatch":

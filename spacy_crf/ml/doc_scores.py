@@ -12,6 +12,11 @@ Two limits, with different jobs:
   rows back to docs. Neither the BiLSTM nor the CRF sees across a chunk's or a
   window's edge.
 
+With `by_sentence`, a doc with sentence boundaries (from a senter,
+sentencizer or parser before the component) is read sentence by sentence:
+each sentence is a row of its own (cut by the chunk where longer), as the
+configs train on sentences; the tok2vec still reads the whole doc.
+
 `DocScores` is what prediction asks for: the docs' scores, with the
 methods of `CRFBatch` (decode, decode_with_confidence, marginals, nbest,
 span_probabilities) answered per doc. The short docs are scored together in one model call; each
@@ -29,7 +34,7 @@ import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
 
-from .bilstm_crf import crf_shim
+from .bilstm_crf import crf_shim, predict_by_pieces
 from .crf_batch import (
     CRFBatch,
     Ranked,
@@ -52,13 +57,19 @@ class DocScores:
     temperature (float): tau > 0: the probabilities are those of
         P_tau(y | x), proportional to exp(Score(x, y) / tau); decoding is not
         changed by it. 1.0 is the model's own.
+    by_sentence (bool): read each sentence of a doc with sentence boundaries
+        as its own CRF sequence (a span across a sentence boundary, like one
+        across a chunk's edge, is never decoded and has probability 0).
     """
 
-    def __init__(self, model: Model, docs: Sequence[Doc], window: int = 0, temperature: float = 1.0) -> None:
+    def __init__(
+        self, model: Model, docs: Sequence[Doc], window: int = 0, temperature: float = 1.0, by_sentence: bool = False
+    ) -> None:
         self.model = model
         self.docs = list(docs)
         self.window = window
         self.temperature = temperature
+        self.by_sentence = by_sentence
 
     def decode(self) -> List[numpy.ndarray]:
         """Per doc, the Viterbi label ids (int64, one per token)."""
@@ -200,9 +211,18 @@ class DocScores:
         if not any(len(doc) for doc in docs):
             n_labels = self.model.get_ref("output_layer").get_dim("nO")
             batch = CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
+        elif self.by_sentence and any(doc.has_annotation("SENT_START") for doc in docs):
+            batch = predict_by_pieces(self.model, docs, [sentence_lengths(doc) for doc in docs])
         else:
             batch = self.model.predict(docs)
         return batch.with_temperature(self.temperature)
+
+
+def sentence_lengths(doc: Doc) -> List[int]:
+    """The lengths of the doc's sentences, or [len(doc)] without sentence boundaries."""
+    if not len(doc) or not doc.has_annotation("SENT_START"):
+        return [len(doc)]
+    return [len(sent) for sent in doc.sents]
 
 
 def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:

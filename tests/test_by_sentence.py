@@ -1,0 +1,142 @@
+"""`by_sentence`: a doc with sentence boundaries is read sentence by sentence,
+each sentence its own CRF sequence, exactly as if it were a doc of its own
+(with a per-token tok2vec); docs without boundaries are read whole."""
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from thinc.api import fix_random_seed
+
+from spacy_crf.ml import CRFBatch
+from spacy_crf.ml.bilstm_crf import predict_by_pieces
+from spacy_crf.ml.doc_scores import DocScores, sentence_lengths
+from spacy_crf.tagger import CRFTagger
+from spacy_crf.targets import span_patterns
+
+from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, make_examples, make_nlp, train
+from .test_entities import ner_examples
+
+# a per-token tok2vec: a sentence reads the same in its doc as on its own
+MODEL = {**SMALL_MODEL, "tok2vec": HASH_CHAR_EMBED}
+WORDS = ["I", "like", "ham", ".", "Eat", "green", "eggs", "!", "eggs", "."]
+STARTS = [True, False, False, False, True, False, False, False, True, False]
+
+
+@pytest.fixture(scope="module")
+def tagger_nlp():
+    fix_random_seed(0)
+    nlp = make_nlp(MODEL)
+    train(nlp, make_examples(nlp), steps=20)
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def ner_nlp():
+    fix_random_seed(0)
+    nlp = make_nlp(MODEL, target="ents")
+    train(nlp, ner_examples(nlp), steps=12)
+    return nlp
+
+
+def with_sentences(nlp, words=WORDS, starts=STARTS):
+    return Doc(nlp.vocab, words=words, sent_starts=starts)
+
+
+def sentence_docs(nlp, doc):
+    return [Doc(nlp.vocab, words=[t.text for t in sent]) for sent in doc.sents]
+
+
+def test_sentence_lengths():
+    nlp = spacy.blank("en")
+    assert sentence_lengths(with_sentences(nlp)) == [4, 4, 2]
+    assert sentence_lengths(Doc(nlp.vocab, words=WORDS)) == [10]
+    assert sentence_lengths(Doc(nlp.vocab, words=[])) == [0]
+
+
+@pytest.mark.parametrize("chunk_size", [0, 3])
+def test_pieces_score_as_docs_of_their_own(tagger_nlp, chunk_size):
+    """Each sentence's rows: the same emissions, paths, marginals and n-best
+    as the sentence as a doc, with chunking on top."""
+    tagger = tagger_nlp.get_pipe("crf_tagger")
+    tagger.model.get_ref("output_layer").attrs["chunk_size"] = chunk_size
+    try:
+        docs = [with_sentences(tagger_nlp), Doc(tagger_nlp.vocab, words=["eggs"]), Doc(tagger_nlp.vocab, words=[])]
+        pieces = [sentence_lengths(doc) for doc in docs]
+        batch = predict_by_pieces(tagger.model, docs, pieces)
+        assert isinstance(batch, CRFBatch) and batch.doc_lengths == [10, 1, 0]
+        parts = sentence_docs(tagger_nlp, docs[0]) + docs[1:2]
+        alone = tagger.model.predict(parts)
+        paths = alone.decode()
+        assert [list(p) for p in batch.decode()[:2]] == [list(numpy.concatenate(paths[:3])), list(paths[3])]
+        assert len(batch.decode()[2]) == 0
+        numpy.testing.assert_allclose(
+            batch.marginals()[0], numpy.concatenate(alone.marginals()[:3]), rtol=1e-5, atol=1e-6
+        )
+        log_probs = [ranked[0][1] for ranked in alone.nbest(1)[:3]]
+        assert batch.nbest(1)[0][0][1] == pytest.approx(sum(log_probs), rel=1e-5)
+    finally:
+        tagger.model.get_ref("output_layer").attrs["chunk_size"] = 512
+
+
+def test_pieces_must_cut_the_doc(tagger_nlp):
+    model = tagger_nlp.get_pipe("crf_tagger").model
+    doc = with_sentences(tagger_nlp)
+    for bad in ([4, 4], [], [11, -1]):
+        with pytest.raises(ValueError, match="do not cut a doc of 10 tokens"):
+            predict_by_pieces(model, [doc], [bad])
+
+
+def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
+    tagger = tagger_nlp.get_pipe("crf_tagger")
+    doc = with_sentences(tagger_nlp)
+    expected = [t.tag_ for sent in sentence_docs(tagger_nlp, doc) for t in tagger(sent)]
+    tagger.cfg["by_sentence"] = True
+    try:
+        assert [t.tag_ for t in tagger(with_sentences(tagger_nlp))] == expected
+        # without boundaries: the whole doc, as with by_sentence = false
+        plain = Doc(tagger_nlp.vocab, words=WORDS)
+        by_sentence_off = DocScores(tagger.model, [plain]).decode()[0]
+        assert list(DocScores(tagger.model, [plain], by_sentence=True).decode()[0]) == list(by_sentence_off)
+        # windows keep their sentences
+        windowed = DocScores(tagger.model, [with_sentences(tagger_nlp)], window=6, by_sentence=True).decode()[0]
+        assert [tagger.labels[i] for i in windowed] == expected
+    finally:
+        tagger.cfg["by_sentence"] = False
+
+
+def test_entity_probabilities_by_sentence(ner_nlp):
+    """Spans and their posteriors in doc offsets; a span across a sentence
+    boundary has probability 0."""
+    tagger = ner_nlp.get_pipe("crf_tagger")
+    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    words = ["Anna", "likes", "Berlin", ".", "New", "York", "is", "big"]
+    starts = [True, False, False, False, True, False, False, False]
+    doc = with_sentences(ner_nlp, words, starts)
+    spans = [[(start, end, kind) for start in range(8) for end in range(start + 1, min(start + 3, 8) + 1)
+              for kind in range(len(types))]]
+    probs = DocScores(tagger.model, [doc], by_sentence=True).span_probabilities(patterns, spans)[0].given
+    first, second = sentence_docs(ner_nlp, doc)
+    for (start, end, kind), prob in zip(spans[0], probs):
+        if end <= 4:
+            part, offset = first, 0
+        elif start >= 4:
+            part, offset = second, 4
+        else:
+            assert prob == 0.0
+            continue
+        alone = tagger.model.predict([part]).span_probabilities(patterns, [[(start - offset, end - offset, kind)]])
+        assert prob == pytest.approx(float(alone[0].given[0]), rel=1e-5, abs=1e-7)
+
+
+def test_setting_is_checked_and_kept(tmp_path):
+    nlp = make_nlp(MODEL)
+    with pytest.raises(ValueError, match="E031"):
+        CRFTagger(nlp.vocab, nlp.get_pipe("crf_tagger").model, by_sentence="yes")
+    nlp = make_nlp(MODEL, by_sentence=True)
+    train(nlp, make_examples(nlp), steps=2)
+    assert nlp.get_pipe("crf_tagger").cfg["by_sentence"] is True
+    nlp.to_disk(tmp_path)
+    assert spacy.load(tmp_path).get_pipe("crf_tagger").cfg["by_sentence"] is True
+    assert spacy.load(tmp_path, config={"components": {"crf_tagger": {"by_sentence": False}}}).get_pipe(
+        "crf_tagger"
+    ).cfg["by_sentence"] is False

@@ -1,0 +1,66 @@
+"""The project's `morph` workflow end to end on a tiny Turkish-like treebank
+with multiword tokens (its own file, so that a parallel test run gives it a
+worker of its own: see docs/development.md)."""
+import json
+import sys
+
+import pytest
+
+from .test_project import TURKISH, TURKISH_UNSEEN, copy_project, morph_conllu, run, unactivated_env, words_of
+
+
+@pytest.fixture(scope="module")
+def morph_project(tmp_path_factory):
+    """A copy of the project that ran the `morph` workflow on a tiny Turkish-like treebank."""
+    root = copy_project(tmp_path_factory)
+    treebank = tmp_path_factory.mktemp("treebank_tr")
+    (treebank / "tr_tiny-ud-train.conllu").write_text(morph_conllu(TURKISH * 6), encoding="utf8")
+    (treebank / "tr_tiny-ud-dev.conllu").write_text(morph_conllu(TURKISH + [TURKISH_UNSEEN]), encoding="utf8")
+    run(
+        [sys.executable, "-m", "spacy", "project", "run", "morph", ".",
+         "--vars.lang", "tr", "--vars.treebank_dir", str(treebank), "--vars.treebank_name", "tr_tiny",
+         "--vars.train_name", "tr_tiny-ud-train", "--vars.dev_name", "tr_tiny-ud-dev",
+         "--vars.max_steps", "6", "--vars.n_sents", "2", "--vars.benchmark_repeats", "1"],
+        cwd=root, env=unactivated_env(),
+    )
+    return root
+
+
+@pytest.mark.slow
+def test_workflow_morph_on_a_turkish_treebank(morph_project):
+    """`morph` on a non-English treebank with multiword tokens: both systems
+    trained as Turkish pipelines on the syntactic words, scored, timed, tabled."""
+    metrics = morph_project / "metrics" / "morph" / "tr_tiny"
+    dev_words = words_of(TURKISH + [TURKISH_UNSEEN])  # the multiword tokens' words, not the tokens
+    for config in ("cpu_morph", "baseline_pos"):
+        scores = json.loads((metrics / f"{config}.json").read_text())
+        assert 0.0 <= scores["pos_acc"] <= 1.0 and 0.0 <= scores["morph_acc"] <= 1.0
+        bundles = json.loads((metrics / f"{config}-bundles.json").read_text())
+        assert bundles["words"] == dev_words
+        # the same definition as spacy evaluate's
+        assert bundles["pos_acc"] == pytest.approx(scores["pos_acc"])
+        assert bundles["morph_acc"] == pytest.approx(scores["morph_acc"])
+        assert 0.0 <= bundles["pos_morph_acc"] <= min(bundles["pos_acc"], bundles["morph_acc"])
+        speed = json.loads((metrics / f"{config}-speed.json").read_text())
+        assert speed["words_per_second"] > 0 and speed["n_words"] == dev_words
+        model = morph_project / "training" / "morph" / "tr_tiny" / config
+        assert json.loads((model / "train_time.json").read_text())["train_seconds"] > 0
+        assert json.loads((model / "model-best" / "meta.json").read_text())["lang"] == "tr"
+        raw = json.loads((metrics / f"{config}-raw.json").read_text())
+        for kind in ("gold_sentences", "gold_docs", "raw", "raw_by_sentence"):
+            assert 0.0 <= raw[kind]["pos_acc"] <= 100.0 and 0.0 <= raw[kind]["morph_acc"] <= 100.0
+        assert raw["gold_sentences"]["pos_acc"] == pytest.approx(100 * scores["pos_acc"], abs=0.01)
+    for name in ("pos", "morph", "pos+morph"):
+        paired = json.loads((metrics / f"paired_{name}.json").read_text())
+        assert paired["tokens"] == dev_words and paired["mcnemar_chi2"] >= 0
+    crf_scores = json.loads((metrics / "cpu_morph.json").read_text())
+    crf_bundles = json.loads((metrics / "cpu_morph-bundles.json").read_text())
+    assert crf_bundles["pos_morph_acc"] == pytest.approx(crf_scores["pos_morph_acc"])
+    unseen = json.loads((metrics / "unseen_bundles.json").read_text())
+    assert unseen["dev_words"] == dev_words and unseen["unseen_words"] == 1
+    table = run([sys.executable, "-m", "scripts.morph_table", "metrics"], cwd=morph_project).stdout
+    assert "### tr_tiny" in table and f"{100 / dev_words:.2f}% of {dev_words} dev words" in table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`configs/" in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| crf_tagger", "| spaCy morphologizer"]
+    assert all(" - " not in row for row in rows)  # every column filled
+    assert (metrics / "table.md").read_text().strip() == table.strip()
