@@ -113,11 +113,13 @@ class GoldScores:
         # (doc indices, first token of the part in its doc, the part's scores)
         self.parts: List[Tuple[List[int], int, CRFBatch]] = []
         order = sorted(range(len(docs)), key=lambda i: len(docs[i]))
+        # the docs cut as the component cuts them in prediction
         window = tagger.cfg.get("window") or 0
+        by_sentence = bool(tagger.cfg.get("by_sentence", False))
         with torch_threads(tagger.threads):
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
-                scores = DocScores(tagger.model, [docs[i] for i in chunk], window=window)
+                scores = DocScores(tagger.model, [docs[i] for i in chunk], window=window, by_sentence=by_sentence)
                 for doc_ids, offset, batch in scores.parts():
                     self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
 

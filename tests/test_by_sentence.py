@@ -93,13 +93,21 @@ def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
     tagger.cfg["by_sentence"] = True
     try:
         assert [t.tag_ for t in tagger(with_sentences(tagger_nlp))] == expected
-        # without boundaries: the whole doc, as with by_sentence = false
+        # without boundaries: the whole doc, as with by_sentence = false, in
+        # a batch whose other doc is read by sentence
         plain = Doc(tagger_nlp.vocab, words=WORDS)
-        by_sentence_off = DocScores(tagger.model, [plain]).decode()[0]
-        assert list(DocScores(tagger.model, [plain], by_sentence=True).decode()[0]) == list(by_sentence_off)
-        # windows keep their sentences
-        windowed = DocScores(tagger.model, [with_sentences(tagger_nlp)], window=6, by_sentence=True).decode()[0]
-        assert [tagger.labels[i] for i in windowed] == expected
+        whole = DocScores(tagger.model, [plain]).marginals()[0]
+        mixed = DocScores(tagger.model, [plain, with_sentences(tagger_nlp)], by_sentence=True).marginals()
+        numpy.testing.assert_allclose(mixed[0], whole, rtol=1e-5, atol=1e-6)
+        assert not numpy.allclose(mixed[1], whole, atol=1e-3)  # the sentences do read differently
+        # windows (here on a sentence boundary) keep their sentences
+        windowed = DocScores(tagger.model, [with_sentences(tagger_nlp)], window=8, by_sentence=True)
+        assert [tagger.labels[i] for i in windowed.decode()[0]] == expected
+        numpy.testing.assert_allclose(
+            windowed.marginals()[0],
+            numpy.concatenate(tagger.model.predict(sentence_docs(tagger_nlp, doc)).marginals()),
+            rtol=1e-5, atol=1e-6,
+        )
     finally:
         tagger.cfg["by_sentence"] = False
 
@@ -126,6 +134,59 @@ def test_entity_probabilities_by_sentence(ner_nlp):
             continue
         alone = tagger.model.predict([part]).span_probabilities(patterns, [[(start - offset, end - offset, kind)]])
         assert prob == pytest.approx(float(alone[0].given[0]), rel=1e-5, abs=1e-7)
+
+
+def test_sentence_starts_are_read_from_the_tokens():
+    nlp = spacy.blank("en")
+    partial = Doc(nlp.vocab, words=WORDS, sent_starts=[None, None, None, None, True, None, None, None, True, None])
+    assert sentence_lengths(partial) == [4, 4, 2]
+    doc = with_sentences(nlp)
+    doc.user_hooks["sents"] = lambda d: iter([d[0:2], d[5:6]])  # a hook that skips tokens
+    assert sentence_lengths(doc) == [4, 4, 2]
+
+
+def test_entities_and_their_probabilities_by_sentence(ner_nlp):
+    """The component's decode_with_spans path (store_entity_probs, candidates)."""
+    tagger = ner_nlp.get_pipe("crf_tagger")
+    words = ["Anna", "likes", "Berlin", ".", "New", "York", "is", "big", "."]
+    starts = [True, False, False, False, True, False, False, False, False]
+    old = dict(tagger.cfg)
+    tagger.cfg.update(store_entity_probs=True, candidates_key="candidates", candidates_threshold=0.05)
+    try:
+        doc = tagger(with_sentences(ner_nlp, words, starts))
+        parts = [tagger(part) for part in sentence_docs(ner_nlp, doc)]
+        tagger.cfg["by_sentence"] = True
+        doc = tagger(with_sentences(ner_nlp, words, starts))
+        offsets = [0, 4]
+        assert len(doc.spans["candidates"]) and all(len(part.spans["candidates"]) for part in parts)
+        assert [(e.start, e.end, e.label_) for e in doc.ents] == [
+            (e.start + o, e.end + o, e.label_) for part, o in zip(parts, offsets) for e in part.ents
+        ]
+        numpy.testing.assert_allclose(
+            [e._.crf_prob for e in doc.ents], [e._.crf_prob for part in parts for e in part.ents], rtol=1e-5
+        )
+        assert sorted((s.start, s.end, s.label_) for s in doc.spans["candidates"]) == sorted(
+            (s.start + o, s.end + o, s.label_) for part, o in zip(parts, offsets) for s in part.spans["candidates"]
+        )
+    finally:
+        tagger.cfg.clear()
+        tagger.cfg.update(old)
+
+
+def test_calibration_reads_the_sentences_as_the_component_does(tagger_nlp):
+    """GoldScores (calibrate, reliability) cuts the docs as prediction does."""
+    from spacy.training import Example
+
+    from spacy_crf.temperature import GoldScores
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("crf_tagger", source=tagger_nlp)
+    nlp.get_pipe("crf_tagger").cfg["by_sentence"] = True
+    tags = [t.tag_ for t in tagger_nlp(Doc(tagger_nlp.vocab, words=WORDS))]
+    example = Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, tags=tags))
+    (_, _, batch), = GoldScores(nlp, "crf_tagger", [example]).parts
+    assert batch.row_lengths == [4, 4, 2]
 
 
 def test_setting_is_checked_and_kept(tmp_path):

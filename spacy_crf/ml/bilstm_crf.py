@@ -205,6 +205,8 @@ def predict_by_pieces(model: Model, docs: List[Doc], pieces: Sequence[Sequence[i
         order, summing to the doc's length.
     RETURNS (CRFBatch): the scores, one row per piece (or chunk of one).
     """
+    if len(pieces) != len(docs):
+        raise ValueError(f"{len(pieces)} lists of pieces for {len(docs)} docs")
     for doc, doc_pieces in zip(docs, pieces):
         if not len(doc_pieces) or sum(doc_pieces) != len(doc) or any(n < 0 for n in doc_pieces):
             raise ValueError(f"the pieces {list(doc_pieces)} do not cut a doc of {len(doc)} tokens")

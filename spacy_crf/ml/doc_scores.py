@@ -219,10 +219,14 @@ class DocScores:
 
 
 def sentence_lengths(doc: Doc) -> List[int]:
-    """The lengths of the doc's sentences, or [len(doc)] without sentence boundaries."""
+    """The lengths of the doc's sentences, from its tokens' sentence starts
+    (as `Doc.sents` reads them without a user hook: a token that starts a
+    sentence, and the first token), or [len(doc)] without sentence starts."""
     if not len(doc) or not doc.has_annotation("SENT_START"):
         return [len(doc)]
-    return [len(sent) for sent in doc.sents]
+    starts = numpy.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
+    bounds = sorted({0, len(doc), *starts})
+    return numpy.diff(bounds).tolist()
 
 
 def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:
