@@ -36,7 +36,15 @@ def thinc_ops_restored():
     set_current_ops(ops)
 
 
+# The longest test files (the project's workflows, the Ray cluster) run first,
+# so that a parallel run (`-n auto --dist loadfile`) starts them early and
+# ends on short files instead of waiting for one of them.
+FIRST = ("tests.test_project", "tests.test_project_morph", "tests.test_corpus_ray")
+
+
 def pytest_collection_modifyitems(config, items):
+    # a stable sort: each file's tests stay together and in their order
+    items.sort(key=lambda item: FIRST.index(item.module.__name__) if item.module.__name__ in FIRST else len(FIRST))
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs CUDA")
