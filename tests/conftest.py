@@ -39,7 +39,7 @@ def thinc_ops_restored():
 # The longest test files (the project's workflows, the Ray cluster) run first,
 # so that a parallel run (`-n auto --dist loadfile`) starts them early and
 # ends on short files instead of waiting for one of them.
-FIRST = ("tests.test_project", "tests.test_project_morph", "tests.test_corpus_ray")
+FIRST = ("tests.test_project", "tests.test_corpus_ray", "tests.test_project_morph")
 
 
 def pytest_collection_modifyitems(config, items):
