@@ -37,15 +37,10 @@ from .common import print_and_write
 KEYS = ("tag_acc", "pos_acc", "morph_acc")
 
 
-def scores(nlp, examples: List[Example]) -> Dict[str, float]:
-    """The pipeline's accuracies on the examples, in percent (those it has)."""
-    result = nlp.evaluate(examples)
-    return {key: round(100 * result[key], 2) for key in KEYS if result.get(key) is not None}
-
-
-def token_scores(nlp, examples: List[Example]) -> Dict[str, float]:
-    """The pipeline's accuracies, in percent, of examples it has already tagged."""
-    result = Scorer(nlp).score(examples)
+def scores(nlp, examples: List[Example], tagged: bool = False) -> Dict[str, float]:
+    """The pipeline's accuracies on the examples, in percent (those it has);
+    `tagged`: the examples' predicted docs are already tagged, only scored."""
+    result = Scorer(nlp).score(examples) if tagged else nlp.evaluate(examples)
     return {key: round(100 * result[key], 2) for key in KEYS if result.get(key) is not None}
 
 
@@ -82,7 +77,7 @@ def main(argv=None) -> int:
         "gold_sentences": scores(nlp, sentences),
         "gold_docs": scores(nlp, whole),
         "raw": scores(nlp, raw),
-        "raw_by_sentence": token_scores(nlp, [Example(doc, eg.reference) for doc, eg in zip(by_sentence, raw)]),
+        "raw_by_sentence": scores(nlp, [Example(doc, eg.reference) for doc, eg in zip(by_sentence, raw)], tagged=True),
         "sentencizer_sentences": sum(len(list(doc.sents)) for doc in by_sentence),
     }
     print_and_write(record, args.output)

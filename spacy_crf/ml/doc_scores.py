@@ -211,10 +211,12 @@ class DocScores:
         if not any(len(doc) for doc in docs):
             n_labels = self.model.get_ref("output_layer").get_dim("nO")
             batch = CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
-        elif self.by_sentence and any(doc.has_annotation("SENT_START") for doc in docs):
-            batch = predict_by_pieces(self.model, docs, [sentence_lengths(doc) for doc in docs])
         else:
-            batch = self.model.predict(docs)
+            pieces = [sentence_lengths(doc) for doc in docs] if self.by_sentence else []
+            if any(len(doc_pieces) > 1 for doc_pieces in pieces):
+                batch = predict_by_pieces(self.model, docs, pieces)
+            else:
+                batch = self.model.predict(docs)
         return batch.with_temperature(self.temperature)
 
 
