@@ -187,3 +187,17 @@ def test_paired_test_compares_all_three():
     doc[1].set_morph(None)
     assert value(doc[0], "tag+pos+morph") == "NNS NOUN|Number=Plur"
     assert value(doc[1], "tag+pos+morph") == ""  # morph never annotated: left out
+
+
+def test_paired_test_compares_each_value_from_one_tagging():
+    from scripts.paired_test import compare
+
+    vocab = spacy.blank("en").vocab
+    gold = [Doc(vocab, words=["a", "b", "c"], pos=["NOUN", "VERB", "X"], morphs=["Number=Sing", "", "_"])]
+    gold[0][2].set_morph(None)  # no gold features: left out of "morph"
+    a = [Doc(vocab, words=["a", "b", "c"], pos=["NOUN", "NOUN", "X"], morphs=["Number=Sing", "", "Foo=Bar"])]
+    b = [Doc(vocab, words=["a", "b", "c"], pos=["VERB", "VERB", "X"], morphs=["Number=Plur", "", ""])]
+    pos, morph = compare(gold, a, b, "pos_"), compare(gold, a, b, "morph")
+    assert (pos["tokens"], pos["only_a_right"], pos["only_b_right"], pos["attr"]) == (3, 1, 1, "pos_")
+    assert (morph["tokens"], morph["only_a_right"], morph["only_b_right"]) == (2, 1, 0)
+    assert morph["acc_a"] == 100.0 and morph["acc_b"] == 50.0

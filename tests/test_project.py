@@ -138,11 +138,14 @@ def test_packaged_model_loads_in_a_fresh_venv(project, tmp_path):
     crf_wheel = next((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))  # built by `package`
     model_wheel = next((project / "packages").glob("*/dist/*.whl"))
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    # a venv without pip of its own: this pip installs into it (--python), and
+    # leaves the bytecode to the first import (--no-compile)
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)
     python = str(venv / "bin" / "python")
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile"]
     # torch first: the CPU build on local disk, not a multi-GB CUDA download
-    run([python, "-m", "pip", "install", "-q", "torch==2.13.0"], cwd=tmp_path)
-    run([python, "-m", "pip", "install", "-q", str(crf_wheel), str(model_wheel)], cwd=tmp_path)
+    run([*pip, "torch==2.13.0"], cwd=tmp_path)
+    run([*pip, str(crf_wheel), str(model_wheel)], cwd=tmp_path)
     code = (
         "import spacy\n"
         "nlp = spacy.load('en_crf_tagger_ewt')\n"
