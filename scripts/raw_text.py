@@ -1,6 +1,9 @@
 """Where accuracy goes from gold tokens to raw text: one model scored four ways.
 
-    python -m scripts.raw_text MODEL DEV.spacy [--output OUT.json]
+    python -m scripts.raw_text MODEL DEV.spacy [--output OUT.json] [--components.crf_tagger.by_sentence true]
+
+Settings after the arguments override the pipeline's config as it loads, as
+`spacy train` takes them.
 
 - `gold_sentences`: the treebank's words, one sentence per doc (what
   `spacy evaluate --gold-preproc` scores and the configs train on);
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import spacy
+from spacy.cli._util import parse_config_overrides
 from spacy.pipeline import Sentencizer
 from spacy.scorer import Scorer
 from spacy.tokens import Doc
@@ -63,8 +67,8 @@ def main(argv=None) -> int:
     parser.add_argument("model")
     parser.add_argument("dev")
     parser.add_argument("--output", type=Path)
-    args = parser.parse_args(argv)
-    nlp = spacy.load(args.model)
+    args, rest = parser.parse_known_args(argv)
+    nlp = spacy.load(args.model, config=parse_config_overrides(list(rest)))  # it empties its list
     sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
     raw = list(Corpus(args.dev, gold_preproc=False)(nlp))
     whole = [gold_tokens_example(nlp, eg.reference) for eg in raw]
@@ -72,6 +76,7 @@ def main(argv=None) -> int:
     record = {
         "model": args.model,
         "dev": args.dev,
+        "overrides": rest,
         "docs": len(raw),
         "sentences": len(sentences),
         "gold_sentences": scores(nlp, sentences),

@@ -193,11 +193,11 @@ def make_crf_tagger(
         memory; 0 never splits. The model's chunk_size is smaller and
         different: within a window, it cuts the BiLSTM-CRF's sequence into
         rows of one batch (a short time loop). See spacy_crf.ml.doc_scores.
-    by_sentence (bool): where a doc has sentence boundaries (a senter,
-        sentencizer or parser earlier in the pipeline), the BiLSTM and the CRF
-        read each sentence on its own, as the configs train on single
-        sentences; docs without boundaries are read whole. The tok2vec
-        still reads the whole doc.
+    by_sentence (bool): the BiLSTM and the CRF read each sentence of a doc
+        on its own, as the configs train on single sentences: the doc's
+        sentences (a senter, sentencizer or parser earlier in the pipeline),
+        or, in a doc without them, where spaCy's sentencizer would cut it
+        (read, not written). The tok2vec still reads the whole doc.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
     store_entity_probs (bool): target "ents": write each entity's exact

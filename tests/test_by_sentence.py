@@ -1,6 +1,7 @@
-"""`by_sentence`: a doc with sentence boundaries is read sentence by sentence,
-each sentence its own CRF sequence, exactly as if it were a doc of its own
-(with a per-token tok2vec); docs without boundaries are read whole."""
+"""`by_sentence`: a doc is read sentence by sentence, each sentence its own
+CRF sequence, exactly as if it were a doc of its own (with a per-token
+tok2vec); a doc without sentence boundaries is cut where spaCy's sentencizer
+would cut it, for reading only."""
 import numpy
 import pytest
 import spacy
@@ -49,7 +50,16 @@ def sentence_docs(nlp, doc):
 def test_sentence_lengths():
     nlp = spacy.blank("en")
     assert sentence_lengths(with_sentences(nlp)) == [4, 4, 2]
-    assert sentence_lengths(Doc(nlp.vocab, words=WORDS)) == [10]
+    # the doc's own boundaries win over punctuation
+    assert sentence_lengths(with_sentences(nlp, starts=[True] + [False] * 9)) == [10]
+    # without boundaries: where spaCy's sentencizer would start sentences
+    plain = Doc(nlp.vocab, words=WORDS)
+    sentencizer = nlp.add_pipe("sentencizer")
+    assert sentence_lengths(plain) == [len(sent) for sent in sentencizer(Doc(nlp.vocab, words=WORDS)).sents]
+    assert sentence_lengths(plain) == [4, 4, 2] and not plain.has_annotation("SENT_START")  # read, not written
+    assert sentence_lengths(Doc(nlp.vocab, words=["I", "like", "ham"])) == [3]
+    assert sentence_lengths(Doc(nlp.vocab, words=["!", ".", "ham", "."])) == [2, 2]
+    assert sentence_lengths(Doc(nlp.vocab, words=["."])) == [1]
     assert sentence_lengths(Doc(nlp.vocab, words=[])) == [0]
 
 
@@ -93,13 +103,16 @@ def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
     tagger.cfg["by_sentence"] = True
     try:
         assert [t.tag_ for t in tagger(with_sentences(tagger_nlp))] == expected
-        # without boundaries: the whole doc, as with by_sentence = false, in
-        # a batch whose other doc is read by sentence
+        # without boundaries: cut at the punctuation, the same sentences here;
+        # a doc that says it is one sentence is read whole, as by_sentence = false
         plain = Doc(tagger_nlp.vocab, words=WORDS)
+        one = with_sentences(tagger_nlp, starts=[True] + [False] * 9)
         whole = DocScores(tagger.model, [plain]).marginals()[0]
-        mixed = DocScores(tagger.model, [plain, with_sentences(tagger_nlp)], by_sentence=True).marginals()
-        numpy.testing.assert_allclose(mixed[0], whole, rtol=1e-5, atol=1e-6)
+        mixed = DocScores(tagger.model, [plain, with_sentences(tagger_nlp), one], by_sentence=True).marginals()
+        numpy.testing.assert_allclose(mixed[0], mixed[1], rtol=1e-5, atol=1e-6)
+        numpy.testing.assert_allclose(mixed[2], whole, rtol=1e-5, atol=1e-6)
         assert not numpy.allclose(mixed[1], whole, atol=1e-3)  # the sentences do read differently
+        assert [t.tag_ for t in tagger(Doc(tagger_nlp.vocab, words=WORDS))] == expected
         # windows (here on a sentence boundary) keep their sentences
         windowed = DocScores(tagger.model, [with_sentences(tagger_nlp)], window=8, by_sentence=True)
         assert [tagger.labels[i] for i in windowed.decode()[0]] == expected
@@ -185,6 +198,9 @@ def test_calibration_reads_the_sentences_as_the_component_does(tagger_nlp):
     nlp.get_pipe("crf_tagger").cfg["by_sentence"] = True
     tags = [t.tag_ for t in tagger_nlp(Doc(tagger_nlp.vocab, words=WORDS))]
     example = Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, tags=tags))
+    (_, _, batch), = GoldScores(nlp, "crf_tagger", [example]).parts
+    assert batch.row_lengths == [4, 4, 2]
+    nlp.remove_pipe("sentencizer")  # the same sentences, found for reading only
     (_, _, batch), = GoldScores(nlp, "crf_tagger", [example]).parts
     assert batch.row_lengths == [4, 4, 2]
 

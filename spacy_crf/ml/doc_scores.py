@@ -12,10 +12,12 @@ Two limits, with different jobs:
   rows back to docs. Neither the BiLSTM nor the CRF sees across a chunk's or a
   window's edge.
 
-With `by_sentence`, a doc with sentence boundaries (from a senter,
-sentencizer or parser before the component) is read sentence by sentence:
-each sentence is a row of its own (cut by the chunk where longer), as the
-configs train on sentences; the tok2vec still reads the whole doc.
+With `by_sentence`, a doc is read sentence by sentence: each sentence is a
+row of its own (cut by the chunk where longer), as the configs train on
+sentences; the tok2vec still reads the whole doc. The sentences are the doc's
+own (from a senter, sentencizer or parser before the component), or, in a doc
+without sentence boundaries, those spaCy's sentencizer would find (after
+sentence-final punctuation), for reading only.
 
 `DocScores` is what prediction asks for: the docs' scores, with the
 methods of `CRFBatch` (decode, decode_with_confidence, marginals, nbest,
@@ -28,9 +30,11 @@ The temperature of the probabilities is applied here, once: every batch that
 `_score` hands out carries it (see `CRFBatch.tempered`), so every method
 below gives probabilities at that temperature and decodes the same paths.
 """
+import functools
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy
+from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
 from thinc.api import Model
 
@@ -57,8 +61,8 @@ class DocScores:
     temperature (float): tau > 0: the probabilities are those of
         P_tau(y | x), proportional to exp(Score(x, y) / tau); decoding is not
         changed by it. 1.0 is the model's own.
-    by_sentence (bool): read each sentence of a doc with sentence boundaries
-        as its own CRF sequence (a span across a sentence boundary, like one
+    by_sentence (bool): read each sentence of a doc as its own CRF sequence
+        (`sentence_lengths`; a span across a sentence boundary, like one
         across a chunk's edge, is never decoded and has probability 0).
     """
 
@@ -221,14 +225,24 @@ class DocScores:
 
 
 def sentence_lengths(doc: Doc) -> List[int]:
-    """The lengths of the doc's sentences, from its tokens' sentence starts
+    """The lengths of the doc's sentences: from its tokens' sentence starts
     (as `Doc.sents` reads them without a user hook: a token that starts a
-    sentence, and the first token), or [len(doc)] without sentence starts."""
-    if not len(doc) or not doc.has_annotation("SENT_START"):
-        return [len(doc)]
-    starts = numpy.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
+    sentence, and the first token), or, where the doc has none, from where
+    spaCy's sentencizer would start one (after sentence-final punctuation).
+    The doc itself is not changed."""
+    if not len(doc):
+        return [0]
+    if doc.has_annotation("SENT_START"):
+        starts = numpy.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
+    else:
+        starts = numpy.flatnonzero(_sentencizer().predict([doc])[0]).tolist()
     bounds = sorted({0, len(doc), *starts})
     return numpy.diff(bounds).tolist()
+
+
+@functools.lru_cache(maxsize=1)
+def _sentencizer() -> Sentencizer:
+    return Sentencizer()
 
 
 def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:
