@@ -5,12 +5,15 @@ would cut it, for reading only."""
 import numpy
 import pytest
 import spacy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
 from thinc.api import fix_random_seed
 
 from spacy_crf.ml import CRFBatch
 from spacy_crf.ml.bilstm_crf import predict_by_pieces
-from spacy_crf.ml.doc_scores import DocScores, sentence_lengths
+from spacy_crf.ml.doc_scores import DocScores, punctuation_sentence_starts, sentence_lengths
 from spacy_crf.tagger import CRFTagger
 from spacy_crf.targets import span_patterns
 
@@ -21,6 +24,7 @@ from .test_entities import ner_examples
 MODEL = {**SMALL_MODEL, "tok2vec": HASH_CHAR_EMBED}
 WORDS = ["I", "like", "ham", ".", "Eat", "green", "eggs", "!", "eggs", "."]
 STARTS = [True, False, False, False, True, False, False, False, True, False]
+VOCAB = spacy.blank("en").vocab
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +65,15 @@ def test_sentence_lengths():
     assert sentence_lengths(Doc(nlp.vocab, words=["!", ".", "ham", "."])) == [2, 2]
     assert sentence_lengths(Doc(nlp.vocab, words=["."])) == [1]
     assert sentence_lengths(Doc(nlp.vocab, words=[])) == [0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "eggs", ".", "!", "?", "...", '"', ")", ",", "-", "。", "Mr."]), max_size=14))
+def test_punctuation_starts_are_the_sentencizers(words):
+    """The array version of the rule equals spaCy's Sentencizer.predict."""
+    doc = Doc(VOCAB, words=words)
+    expected = numpy.flatnonzero(Sentencizer().predict([doc])[0]) if words else []
+    assert punctuation_sentence_starts(doc).tolist() == list(expected)
 
 
 @pytest.mark.parametrize("chunk_size", [0, 3])

@@ -34,7 +34,9 @@ import functools
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy
+from spacy.attrs import IS_PUNCT, ORTH
 from spacy.pipeline import Sentencizer
+from spacy.strings import hash_string
 from spacy.tokens import Doc
 from thinc.api import Model
 
@@ -235,14 +237,37 @@ def sentence_lengths(doc: Doc) -> List[int]:
     if doc.has_annotation("SENT_START"):
         starts = numpy.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
     else:
-        starts = numpy.flatnonzero(_sentencizer().predict([doc])[0]).tolist()
+        starts = punctuation_sentence_starts(doc).tolist()
     bounds = sorted({0, len(doc), *starts})
     return numpy.diff(bounds).tolist()
 
 
+def punctuation_sentence_starts(doc: Doc) -> numpy.ndarray:
+    """Where spaCy's sentencizer (its default punct_chars) would start
+    sentences, without setting them: at the first token after a
+    sentence-final character ("." "!" "?" ...) that is neither punctuation nor
+    such a character, and at the first token. The same rule as
+    `Sentencizer.predict`, on arrays instead of Token objects.
+
+    RETURNS (numpy.ndarray): the start indices, ascending (int64).
+    """
+    if not len(doc):
+        return numpy.zeros((0,), dtype="int64")
+    columns = doc.to_array([ORTH, IS_PUNCT])
+    final = numpy.isin(columns[:, 0], _sentence_final_keys())
+    word = ~(final | columns[:, 1].astype(bool))
+    seen = numpy.cumsum(final)  # sentence-final characters up to each token
+    words = numpy.flatnonzero(word)
+    # a word starts a sentence if a sentence-final character came after the
+    # word before it (or, for the first word, anywhere before it)
+    before = numpy.concatenate([[0], seen[words[:-1]]])
+    starts = words[(seen[words] - before) > 0]
+    return numpy.concatenate([[0], starts[starts > 0]]).astype("int64")
+
+
 @functools.lru_cache(maxsize=1)
-def _sentencizer() -> Sentencizer:
-    return Sentencizer()
+def _sentence_final_keys() -> numpy.ndarray:
+    return numpy.asarray([hash_string(char) for char in Sentencizer.default_punct_chars], dtype="uint64")
 
 
 def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:
