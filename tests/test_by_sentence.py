@@ -13,7 +13,7 @@ from thinc.api import fix_random_seed
 
 from spacy_crf.ml import CRFBatch
 from spacy_crf.ml.bilstm_crf import predict_by_pieces
-from spacy_crf.ml.doc_scores import DocScores, punctuation_sentence_starts, sentence_lengths
+from spacy_crf.ml.doc_scores import DocScores, punctuation_sentence_starts, sentence_lengths, sentence_lengths_of
 from spacy_crf.tagger import CRFTagger
 from spacy_crf.targets import span_patterns
 
@@ -74,6 +74,29 @@ def test_punctuation_starts_are_the_sentencizers(words):
     doc = Doc(VOCAB, words=words)
     expected = numpy.flatnonzero(Sentencizer().predict([doc])[0]) if words else []
     assert punctuation_sentence_starts(doc).tolist() == list(expected)
+
+
+WORD_LISTS = st.lists(st.sampled_from(["a", "eggs", ".", "!", "?", '"', ")", "。"]), max_size=9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(WORD_LISTS, st.booleans()), min_size=1, max_size=6))
+def test_a_batch_of_docs_gets_each_docs_sentences(specs):
+    """sentence_lengths_of a batch (the plain docs in one pass) equals each
+    doc's own: its sentence starts where it has them, the sentencizer's where not."""
+    docs = [Doc(VOCAB, words=words, sent_starts=[i % 3 == 0 for i in range(len(words))] if marked else None)
+            for words, marked in specs]
+    expected = []
+    for doc in docs:
+        if not len(doc):
+            expected.append([0])
+        elif doc.has_annotation("SENT_START"):
+            expected.append([len(sent) for sent in doc.sents])
+        else:
+            starts = numpy.flatnonzero(Sentencizer().predict([doc])[0]).tolist()
+            expected.append(numpy.diff(starts + [len(doc)]).tolist())
+    assert sentence_lengths_of(docs) == expected
+    assert [sentence_lengths(doc) for doc in docs] == expected
 
 
 @pytest.mark.parametrize("chunk_size", [0, 3])

@@ -218,7 +218,7 @@ class DocScores:
             n_labels = self.model.get_ref("output_layer").get_dim("nO")
             batch = CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
         else:
-            pieces = [sentence_lengths(doc) for doc in docs] if self.by_sentence else []
+            pieces = sentence_lengths_of(docs) if self.by_sentence else []
             if any(len(doc_pieces) > 1 for doc_pieces in pieces):
                 batch = predict_by_pieces(self.model, docs, pieces)
             else:
@@ -232,14 +232,29 @@ def sentence_lengths(doc: Doc) -> List[int]:
     sentence, and the first token), or, where the doc has none, from where
     spaCy's sentencizer would start one (after sentence-final punctuation).
     The doc itself is not changed."""
-    if not len(doc):
-        return [0]
-    if doc.has_annotation("SENT_START"):
-        starts = numpy.flatnonzero(doc.to_array("SENT_START") == 1).tolist()
-    else:
-        starts = punctuation_sentence_starts(doc).tolist()
-    bounds = sorted({0, len(doc), *starts})
-    return numpy.diff(bounds).tolist()
+    return sentence_lengths_of([doc])[0]
+
+
+def sentence_lengths_of(docs: Sequence[Doc]) -> List[List[int]]:
+    """`sentence_lengths` of each doc; the docs without sentence starts in
+    one pass of array operations (a batch of single sentences costs little)."""
+    lengths: List[List[int]] = [[len(doc)] for doc in docs]
+    plain = []
+    for i, doc in enumerate(docs):
+        if not len(doc):
+            continue
+        if doc.has_annotation("SENT_START"):
+            starts = numpy.flatnonzero(doc.to_array("SENT_START") == 1)
+            lengths[i] = numpy.diff(sorted({0, len(doc), *starts.tolist()})).tolist()
+        else:
+            plain.append(i)
+    if plain:
+        columns = [docs[i].to_array([ORTH, IS_PUNCT]) for i in plain]
+        starts = _punctuation_starts(numpy.concatenate(columns), [len(c) for c in columns])
+        for i, doc_starts in zip(plain, starts):
+            if len(doc_starts) > 1:  # else one sentence: [len(doc)] already
+                lengths[i] = numpy.diff(numpy.append(doc_starts, len(docs[i]))).tolist()
+    return lengths
 
 
 def punctuation_sentence_starts(doc: Doc) -> numpy.ndarray:
@@ -253,21 +268,37 @@ def punctuation_sentence_starts(doc: Doc) -> numpy.ndarray:
     """
     if not len(doc):
         return numpy.zeros((0,), dtype="int64")
-    columns = doc.to_array([ORTH, IS_PUNCT])
-    final = numpy.isin(columns[:, 0], _sentence_final_keys())
+    return _punctuation_starts(doc.to_array([ORTH, IS_PUNCT]), [len(doc)])[0]
+
+
+def _punctuation_starts(columns: numpy.ndarray, doc_lengths: List[int]) -> List[numpy.ndarray]:
+    """The sentencizer's starts in each of several non-empty docs, from their
+    (ORTH, IS_PUNCT) columns one doc after another."""
+    keys = _sentence_final_keys()  # sorted
+    final = keys[numpy.searchsorted(keys, columns[:, 0]) % len(keys)] == columns[:, 0]
     word = ~(final | columns[:, 1].astype(bool))
     seen = numpy.cumsum(final)  # sentence-final characters up to each token
+    offsets = numpy.cumsum(doc_lengths) - doc_lengths
+    doc_of = numpy.repeat(numpy.arange(len(doc_lengths)), doc_lengths)
     words = numpy.flatnonzero(word)
     # a word starts a sentence if a sentence-final character came after the
-    # word before it (or, for the first word, anywhere before it)
-    before = numpy.concatenate([[0], seen[words[:-1]]])
-    starts = words[(seen[words] - before) > 0]
-    return numpy.concatenate([[0], starts[starts > 0]]).astype("int64")
+    # word before it in its doc (or, for a doc's first word, anywhere before it)
+    first = numpy.ones(len(words), dtype=bool)
+    first[1:] = doc_of[words[1:]] != doc_of[words[:-1]]
+    before_doc = seen[offsets] - final[offsets]  # seen before each doc's first token
+    before = numpy.zeros(len(words), dtype=seen.dtype)
+    before[1:] = seen[words[:-1]]
+    before = numpy.where(first, before_doc[doc_of[words]], before)
+    starts = words[((seen[words] - before) > 0) & (words != offsets[doc_of[words]])]
+    # each doc's starts, its first token first, in doc offsets
+    starts = numpy.sort(numpy.concatenate([offsets, starts])).astype("int64")
+    per_doc = numpy.split(starts, numpy.searchsorted(starts, offsets[1:]))
+    return [doc_starts - offset for doc_starts, offset in zip(per_doc, offsets)]
 
 
 @functools.lru_cache(maxsize=1)
 def _sentence_final_keys() -> numpy.ndarray:
-    return numpy.asarray([hash_string(char) for char in Sentencizer.default_punct_chars], dtype="uint64")
+    return numpy.unique(numpy.asarray([hash_string(char) for char in Sentencizer.default_punct_chars], dtype="uint64"))
 
 
 def _concatenate(parts: List[numpy.ndarray]) -> numpy.ndarray:

@@ -39,24 +39,30 @@ def buckets(sorted_lengths: List[int], step_cost: Optional[float] = None, bucket
     """Cut rows sorted by decreasing length into runs [start, end) padded to
     their first (longest) row, at the least cost: sum over runs of
     length * (step_cost + rows) + bucket_cost (dynamic programming over the
-    cut points; defaults STEP_COST and BUCKET_COST)."""
+    cut points; defaults STEP_COST and BUCKET_COST).
+
+    A cut between two rows of the same length is never cheaper than the cut
+    before the first of them (it pads no less, and costs a bucket more or a
+    longer first row), so only the starts of the groups of equal lengths are
+    tried: a batch of sentences has thousands of rows but few lengths."""
     step_cost = STEP_COST if step_cost is None else step_cost
     bucket_cost = BUCKET_COST if bucket_cost is None else bucket_cost
     n = len(sorted_lengths)
     if n == 0:
         return []
     lengths = numpy.asarray(sorted_lengths, dtype=numpy.float64)
-    best = numpy.zeros(n + 1)  # best[j]: the least cost of rows [0, j)
-    cut = numpy.zeros(n + 1, dtype=numpy.int64)
-    for j in range(1, n + 1):
-        starts = numpy.arange(j)
-        costs = best[:j] + lengths[:j] * (step_cost + (j - starts)) + bucket_cost
+    points = numpy.append(numpy.flatnonzero(numpy.r_[True, lengths[1:] != lengths[:-1]]), n)
+    best = numpy.zeros(len(points))  # best[j]: the least cost of rows [0, points[j])
+    cut = numpy.zeros(len(points), dtype=numpy.int64)
+    for j in range(1, len(points)):
+        starts = points[:j]
+        costs = best[:j] + lengths[starts] * (step_cost + (points[j] - starts)) + bucket_cost
         cut[j] = int(numpy.argmin(costs))
         best[j] = costs[cut[j]]
     runs: List[Tuple[int, int]] = []
-    end = n
+    end = len(points) - 1
     while end > 0:
-        runs.append((int(cut[end]), end))
+        runs.append((int(points[cut[end]]), int(points[end])))
         end = int(cut[end])
     return runs[::-1]
 
