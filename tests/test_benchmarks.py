@@ -424,3 +424,26 @@ def test_gpu_check_script_parses_and_names_its_outputs():
     assert done.returncode == 0, done.stderr
     text = script.read_text()
     assert 'gpu_pipeline_init_$round.json' in text and "stages_gpu_" in text and "pytest -m gpu" in text
+
+
+def test_by_sentence_times_both_settings_of_one_model(corpus, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from .helpers import SMALL_MODEL, make_nlp
+
+    nlp = make_nlp(SMALL_MODEL)
+    docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
+    examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+    nlp.initialize(get_examples=lambda: examples)
+    nlp.to_disk(tmp_path / "crf")
+    output = tmp_path / "by_sentence.json"
+    for sentences in ([], ["--sentences"]):
+        run("by_sentence", tmp_path / "crf", corpus, "--repeats", 2, "--output", output, *sentences)
+        result = json.loads(output.read_text())
+        assert set(result["words_per_second"]) == {"false", "true"} and result["threads"] == 1
+        assert all(len(values) == 2 for values in result["rates"].values())
+        assert result["n_words"] == sum(len(d) for d in docs) and result["ratio_true_over_false"] > 0
+        assert result["docs"] == ("sentences" if sentences else "as in the corpus")
+    assert spacy.load(tmp_path / "crf").get_pipe("crf_tagger").cfg["by_sentence"] is False
