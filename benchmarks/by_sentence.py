@@ -51,6 +51,7 @@ def main(argv=None) -> None:
         "n_words": sum(len(doc) for doc in docs),
         "threads": args.threads,
         "repeats": args.repeats,
+        "settings": {name: nlp.get_pipe("crf_tagger").cfg["by_sentence"] for name, nlp in pipelines.items()},
         "words_per_second": {name: round(value) for name, value in medians.items()},
         "rates": {name: [round(v) for v in values] for name, values in rates.items()},
         "ratio_true_over_false": round(medians["true"] / medians["false"], 3),

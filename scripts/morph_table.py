@@ -8,7 +8,8 @@ The first form reads metrics/morph/<treebank>/ for every treebank the workflow
 ran on (`vars.treebank_name`): <config>.json (spacy evaluate --gold-preproc),
 <config>-bundles.json (the second form), <config>-speed.json
 (benchmarks.pipeline_speed), <config>-raw.json (scripts.raw_text: whole docs of
-gold words, and raw text), paired_<attr>.json (scripts.paired_test),
+gold words, and raw text, each read as the pipeline reads them: by sentence
+where crf_tagger's `by_sentence` is on), paired_<attr>.json (scripts.paired_test),
 unseen_bundles.json (scripts.unseen_bundles) and
 training/morph/<treebank>/<config>/train_time.json (scripts.timed). It writes
 metrics/morph/<treebank>/table.md and prints every table.

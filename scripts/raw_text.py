@@ -8,7 +8,9 @@ Settings after the arguments override the pipeline's config as it loads, as
 - `gold_sentences`: the treebank's words, one sentence per doc (what
   `spacy evaluate --gold-preproc` scores and the configs train on);
 - `gold_docs`: the treebank's words, whole docs of several sentences (what
-  `spacy convert --n-sents` made): the model reads across sentence boundaries;
+  `spacy convert --n-sents` made), read as the pipeline reads them: across
+  sentence boundaries, or, with crf_tagger's `by_sentence`, in the sentences
+  spaCy's sentencizer finds;
 - `raw`: the docs' text through the pipeline's own tokenizer (`spacy evaluate`
   without --gold-preproc): the words it gets wrong are scored as spaCy scores them
   (a token that does not align with one gold word has no gold label);
@@ -19,7 +21,9 @@ Settings after the arguments override the pipeline's config as it loads, as
 
 The step from the first to the second is the cost of multi-sentence docs, from
 the second to the third the cost of tokenization; the fourth is the third with
-the sentence boundaries of a rule-based sentencizer put back. Scores are the pipeline's own
+the sentence boundaries of a rule-based sentencizer put back (for crf_tagger
+with `by_sentence` on, the same as the third). The JSON records crf_tagger's
+`by_sentence` as the pipeline ran. Scores are the pipeline's own
 (tag_acc, pos_acc, morph_acc, whichever it has), in percent.
 """
 import argparse
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import spacy
+from click.exceptions import ClickException
 from spacy.cli._util import parse_config_overrides
 from spacy.pipeline import Sentencizer
 from spacy.scorer import Scorer
@@ -68,7 +73,12 @@ def main(argv=None) -> int:
     parser.add_argument("dev")
     parser.add_argument("--output", type=Path)
     args, rest = parser.parse_known_args(argv)
-    nlp = spacy.load(args.model, config=parse_config_overrides(list(rest)))  # it empties its list
+    try:
+        overrides = parse_config_overrides(list(rest), env_var=None)  # it empties its list
+    except (ClickException, SystemExit):
+        parser.error(f"unrecognized arguments: {' '.join(rest)} (after the arguments, only config "
+                     "overrides such as --components.crf_tagger.by_sentence true)")
+    nlp = spacy.load(args.model, config=overrides)
     sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
     raw = list(Corpus(args.dev, gold_preproc=False)(nlp))
     whole = [gold_tokens_example(nlp, eg.reference) for eg in raw]
@@ -77,6 +87,7 @@ def main(argv=None) -> int:
         "model": args.model,
         "dev": args.dev,
         "overrides": rest,
+        "by_sentence": nlp.get_pipe("crf_tagger").cfg.get("by_sentence") if "crf_tagger" in nlp.pipe_names else None,
         "docs": len(raw),
         "sentences": len(sentences),
         "gold_sentences": scores(nlp, sentences),

@@ -146,7 +146,8 @@ class Errors(metaclass=ErrorsWithCodes):
 
     E031 = (
         "Component '{name}' was given by_sentence={value!r}: expected true (read "
-        "each sentence of a doc with sentence boundaries on its own) or false."
+        "each sentence of a doc on its own: the doc's sentences, or where spaCy's "
+        "sentencizer would cut a doc without them) or false (read whole docs)."
     )
 
 

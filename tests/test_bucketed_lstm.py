@@ -4,6 +4,7 @@ the buckets are the cheapest cut of the cost model; the network's two ways
 give the same scores."""
 import itertools
 
+import numpy
 import pytest
 import torch
 from torch.nn.utils.rnn import PackedSequence
@@ -33,6 +34,27 @@ def test_buckets_are_the_cheapest_cut(lengths, step_cost, bucket_cost):
 
 def test_buckets_of_nothing():
     assert buckets([]) == []
+
+
+def test_buckets_of_many_rows_are_cut_between_lengths_only():
+    """Thousands of rows with few lengths (a batch of sentences): the cuts
+    fall where the length changes, and no cut of those is cheaper."""
+    rng = numpy.random.default_rng(0)
+    lengths = sorted(rng.integers(1, 60, size=2500).tolist(), reverse=True)
+    runs = buckets(lengths)
+    assert runs[0][0] == 0 and runs[-1][1] == len(lengths)
+    assert all(lengths[start - 1] != lengths[start] for start, _ in runs[1:])
+    changes = [i for i in range(1, len(lengths)) if lengths[i] != lengths[i - 1]]
+    best = cost(lengths, runs, 2.0, 80.0)
+    for moved in changes[::7]:  # one more cut, or one fewer, at a length change
+        cuts = sorted({start for start, _ in runs[1:]} ^ {moved})
+        points = [0, *cuts, len(lengths)]
+        assert cost(lengths, list(zip(points, points[1:])), 2.0, 80.0) >= best - 1e-6
+
+
+def test_bucket_costs_must_not_be_negative():
+    with pytest.raises(ValueError, match="must not be negative"):
+        buckets([3, 3, 3], 2.0, -50.0)
 
 
 def reference(lstm, inputs, lengths):

@@ -152,6 +152,9 @@ def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
         # windows (here on a sentence boundary) keep their sentences
         windowed = DocScores(tagger.model, [with_sentences(tagger_nlp)], window=8, by_sentence=True)
         assert [tagger.labels[i] for i in windowed.decode()[0]] == expected
+        # a window of a doc without boundaries is cut by the rule on its own
+        plain_windowed = DocScores(tagger.model, [Doc(tagger_nlp.vocab, words=WORDS)], window=8, by_sentence=True)
+        assert [tagger.labels[i] for i in plain_windowed.decode()[0]] == expected
         numpy.testing.assert_allclose(
             windowed.marginals()[0],
             numpy.concatenate(tagger.model.predict(sentence_docs(tagger_nlp, doc)).marginals()),
@@ -253,3 +256,25 @@ def test_setting_is_checked_and_kept(tmp_path):
     assert spacy.load(tmp_path, config={"components": {"crf_tagger": {"by_sentence": False}}}).get_pipe(
         "crf_tagger"
     ).cfg["by_sentence"] is False
+
+
+def test_raw_text_takes_overrides_and_records_the_setting(tagger_nlp, tmp_path):
+    """scripts.raw_text loads the pipeline with the overrides after its
+    arguments, records what crf_tagger ran with, and refuses anything else."""
+    import json
+
+    from scripts.raw_text import main as raw_text
+
+    from .helpers import write_docbin
+
+    tagger_nlp.to_disk(tmp_path / "model")
+    write_docbin(tmp_path / "dev.spacy")
+    for value, expected in (("true", True), ("false", False)):
+        output = tmp_path / f"{value}.json"
+        override = ["--components.crf_tagger.by_sentence", value]
+        assert raw_text([str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output", str(output), *override]) == 0
+        record = json.loads(output.read_text())
+        assert record["by_sentence"] is expected and record["overrides"] == override
+        assert 0.0 <= record["raw"]["tag_acc"] <= 100.0
+    with pytest.raises(SystemExit):
+        raw_text([str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--outptu", "x.json"])

@@ -64,3 +64,33 @@ def test_gpu_predictions_equal_the_cpu_path(setting):
         assert annotations(gpu_nlp, gpu_nlp.pipe(TEXTS)) == cpu_annotations
     finally:
         set_current_ops(cpu_ops)
+
+
+@pytest.mark.gpu
+def test_gpu_reads_by_sentence_as_the_cpu_does():
+    """`by_sentence` on a GPU: the docs cut at their sentences (the
+    sentencizer's rule on the host), the same tags and marginals as on the CPU."""
+    fix_random_seed(0)
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp, TRAIN_DATA), steps=40)
+    texts = ["I like blue ham . Eat green eggs !", "ham", "", "They eat green eggs ! ham . blue", "eggs ."]
+    tagger = nlp.get_pipe("crf_tagger")
+    tagger.cfg["by_sentence"] = True
+    docs = [nlp.make_doc(text) for text in texts]
+    cpu_marginals = tagger.marginals(docs)
+    cpu_annotations = annotations(nlp, nlp.pipe(texts))
+    data = nlp.to_bytes()
+
+    cpu_ops = get_current_ops()
+    require_gpu()
+    try:
+        gpu_nlp = make_nlp()
+        gpu_nlp.from_bytes(data)
+        gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
+        gpu_tagger.cfg["by_sentence"] = True
+        gpu_docs = [gpu_nlp.make_doc(text) for text in texts]
+        for cpu_probs, gpu_probs in zip(cpu_marginals, gpu_tagger.marginals(gpu_docs)):
+            assert numpy.allclose(cpu_probs, get_current_ops().to_numpy(gpu_probs), atol=5e-3)
+        assert annotations(gpu_nlp, gpu_nlp.pipe(texts)) == cpu_annotations
+    finally:
+        set_current_ops(cpu_ops)

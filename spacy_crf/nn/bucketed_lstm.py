@@ -44,9 +44,12 @@ def buckets(sorted_lengths: List[int], step_cost: Optional[float] = None, bucket
     A cut between two rows of the same length is never cheaper than the cut
     before the first of them (it pads no less, and costs a bucket more or a
     longer first row), so only the starts of the groups of equal lengths are
-    tried: a batch of sentences has thousands of rows but few lengths."""
+    tried (for costs >= 0): a batch of sentences has thousands of rows but
+    few lengths."""
     step_cost = STEP_COST if step_cost is None else step_cost
     bucket_cost = BUCKET_COST if bucket_cost is None else bucket_cost
+    if step_cost < 0 or bucket_cost < 0:
+        raise ValueError(f"the bucket costs must not be negative, not {step_cost} and {bucket_cost}")
     n = len(sorted_lengths)
     if n == 0:
         return []
