@@ -4,7 +4,7 @@ them and decodes with the Triton kernels. Both must write the same
 annotations, the same scores and the same marginals (GPU only)."""
 import numpy
 import pytest
-from thinc.api import fix_random_seed, get_current_ops, require_gpu, set_current_ops
+from thinc.api import fix_random_seed, get_current_ops, require_gpu
 
 from spacy_crf.nn import CRFScores, PackedScores
 
@@ -14,6 +14,20 @@ from .test_morph import analyses, morph_examples
 FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": "factored"}
 COMPOSED = {**FACTORED, "@architectures": "spacy_crf.BiLSTMCRF.v3", "emissions": "composed"}
 TEXTS = ["I like blue ham .", "They eat green eggs", "ham", "", "Eat green eggs !", " ".join(["green eggs"] * 150)]
+
+
+def on_gpu(data, build):
+    """The pipeline saved as `data`, built again on the GPU (CupyOps; the
+    conftest's `thinc_ops_restored` puts the CPU ops back after the test)."""
+    require_gpu()
+    nlp = build()
+    nlp.from_bytes(data)
+    return nlp
+
+
+def assert_close(cpu_marginals, gpu_marginals):
+    for cpu_probs, gpu_probs in zip(cpu_marginals, gpu_marginals):
+        assert numpy.allclose(cpu_probs, get_current_ops().to_numpy(gpu_probs), atol=5e-3)
 
 
 def annotations(nlp, docs):
@@ -46,24 +60,17 @@ def test_gpu_predictions_equal_the_cpu_path(setting):
     cpu_annotations = annotations(nlp, nlp.pipe(TEXTS))
     data = nlp.to_bytes()
 
-    cpu_ops = get_current_ops()
-    require_gpu()
-    try:
-        gpu_nlp = rebuild()
-        gpu_nlp.from_bytes(data)
-        gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
-        gpu_docs = [gpu_nlp.make_doc(text) for text in TEXTS]
-        gpu_batch = gpu_tagger.model.predict(gpu_docs)
-        assert isinstance(gpu_batch.raw, CRFScores) and gpu_batch.raw.emissions.is_cuda
-        assert [ids.tolist() for ids in gpu_batch.decode()] == cpu_ids
-        gpu_scores = gpu_batch.scores
-        mask = cpu_scores.mask.numpy()
-        assert numpy.allclose(gpu_scores.emissions.cpu().numpy()[mask], cpu_scores.emissions.numpy()[mask], atol=5e-3)
-        for cpu_probs, gpu_probs in zip(cpu_marginals, gpu_tagger.marginals(gpu_docs)):
-            assert numpy.allclose(cpu_probs, get_current_ops().to_numpy(gpu_probs), atol=5e-3)
-        assert annotations(gpu_nlp, gpu_nlp.pipe(TEXTS)) == cpu_annotations
-    finally:
-        set_current_ops(cpu_ops)
+    gpu_nlp = on_gpu(data, rebuild)
+    gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
+    gpu_docs = [gpu_nlp.make_doc(text) for text in TEXTS]
+    gpu_batch = gpu_tagger.model.predict(gpu_docs)
+    assert isinstance(gpu_batch.raw, CRFScores) and gpu_batch.raw.emissions.is_cuda
+    assert [ids.tolist() for ids in gpu_batch.decode()] == cpu_ids
+    gpu_scores = gpu_batch.scores
+    mask = cpu_scores.mask.numpy()
+    assert numpy.allclose(gpu_scores.emissions.cpu().numpy()[mask], cpu_scores.emissions.numpy()[mask], atol=5e-3)
+    assert_close(cpu_marginals, gpu_tagger.marginals(gpu_docs))
+    assert annotations(gpu_nlp, gpu_nlp.pipe(TEXTS)) == cpu_annotations
 
 
 @pytest.mark.gpu
@@ -81,16 +88,8 @@ def test_gpu_reads_by_sentence_as_the_cpu_does():
     cpu_annotations = annotations(nlp, nlp.pipe(texts))
     data = nlp.to_bytes()
 
-    cpu_ops = get_current_ops()
-    require_gpu()
-    try:
-        gpu_nlp = make_nlp()
-        gpu_nlp.from_bytes(data)
-        gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
-        gpu_tagger.cfg["by_sentence"] = True
-        gpu_docs = [gpu_nlp.make_doc(text) for text in texts]
-        for cpu_probs, gpu_probs in zip(cpu_marginals, gpu_tagger.marginals(gpu_docs)):
-            assert numpy.allclose(cpu_probs, get_current_ops().to_numpy(gpu_probs), atol=5e-3)
-        assert annotations(gpu_nlp, gpu_nlp.pipe(texts)) == cpu_annotations
-    finally:
-        set_current_ops(cpu_ops)
+    gpu_nlp = on_gpu(data, make_nlp)
+    gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
+    gpu_tagger.cfg["by_sentence"] = True
+    assert_close(cpu_marginals, gpu_tagger.marginals([gpu_nlp.make_doc(text) for text in texts]))
+    assert annotations(gpu_nlp, gpu_nlp.pipe(texts)) == cpu_annotations
