@@ -23,28 +23,21 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from spacy_crf.ml.bilstm_crf import predict_by_pieces
-from spacy_crf.ml.doc_scores import sentence_lengths_of
-
 from .common import add_allocator_argument, in_turn, pipe_rates_in_turn, unannotated_docs, use_allocator, write_json
 
 
 def decode_share(nlp, docs, batch_size=256):
-    """Seconds of scoring and of decoding the docs, read as crf_tagger reads
-    them in nlp.pipe (by sentence where its `by_sentence` is on)."""
+    """Seconds of scoring and of decoding the docs, cut as crf_tagger cuts
+    them in nlp.pipe (windows, and sentences where `by_sentence` is on)."""
     tagger = nlp.get_pipe("crf_tagger")
     docs = list(nlp.pipe(docs, disable=["crf_tagger"]))
-    by_sentence = bool(tagger.cfg.get("by_sentence", False))
     encode = decode = 0.0
     for i in range(0, len(docs), batch_size):
-        batch = docs[i : i + batch_size]
         start = time.perf_counter()
-        if by_sentence:
-            output = predict_by_pieces(tagger.model, batch, sentence_lengths_of(batch))
-        else:
-            output = tagger.model.predict(batch)
+        batches = [batch for _, _, batch in tagger._scores(docs[i : i + batch_size]).parts()]
         middle = time.perf_counter()
-        output.decode()
+        for batch in batches:
+            batch.decode()
         decode += time.perf_counter() - middle
         encode += middle - start
     return encode, decode

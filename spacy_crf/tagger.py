@@ -627,15 +627,17 @@ class CRFTagger(TrainablePipe):
         """
         return [(float(numpy.exp(log_prob)), entropy) for log_prob, entropy in self._scores(docs).uncertainty()]
 
-    def _scores(self, docs: Iterable[Doc]) -> DocScores:
-        """The model's scores for the docs, long docs window by window."""
+    def _scores(self, docs: Iterable[Doc], temperature: Optional[float] = None) -> DocScores:
+        """The model's scores for the docs, cut as prediction cuts them (long
+        docs window by window, by sentence where set), at the component's
+        temperature or the one given (1.0: the model's own, for calibration)."""
         if torch_network(self.model) is None:
             raise ValueError(Errors.E009.format(name=self.name))
         return DocScores(
             self.model,
             list(docs),
             window=self.cfg.get("window") or 0,
-            temperature=self.temperature,
+            temperature=self.temperature if temperature is None else temperature,
             by_sentence=bool(self.cfg.get("by_sentence", False)),
         )
 

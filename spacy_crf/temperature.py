@@ -26,7 +26,7 @@ from spacy.training import Corpus, Example
 
 from .calibration import N_BINS, Outcomes, entity_outcomes, token_outcomes
 from .errors import Errors
-from .ml import CRFBatch, DocScores, torch_network
+from .ml import CRFBatch, torch_network
 from .tagger import CRFTagger
 from .targets import entity_offsets, gold_ids, span_patterns
 from .threads import torch_threads
@@ -113,13 +113,11 @@ class GoldScores:
         # (doc indices, first token of the part in its doc, the part's scores)
         self.parts: List[Tuple[List[int], int, CRFBatch]] = []
         order = sorted(range(len(docs)), key=lambda i: len(docs[i]))
-        # the docs cut as the component cuts them in prediction
-        window = tagger.cfg.get("window") or 0
-        by_sentence = bool(tagger.cfg.get("by_sentence", False))
         with torch_threads(tagger.threads):
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
-                scores = DocScores(tagger.model, [docs[i] for i in chunk], window=window, by_sentence=by_sentence)
+                # cut as the component cuts them in prediction, at the model's own temperature
+                scores = tagger._scores([docs[i] for i in chunk], temperature=1.0)
                 for doc_ids, offset, batch in scores.parts():
                     self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
 

@@ -21,7 +21,7 @@ from ..errors import Errors
 from ..nn import BiLSTMCRF, CRFScores, PackedScores
 from ..nn.bilstm_crf import TRANSITIONS
 from ..nn.emissions import EMISSIONS
-from .crf_batch import CRFBatch, chunk_lengths
+from .crf_batch import CRFBatch, row_layout
 from .shim import CRFShim
 
 
@@ -227,8 +227,8 @@ def _score_pieces(
         raise ValueError(Errors.E009.format(name=model.name))
     xp = model.ops.xp
     chunk_size = model.attrs["chunk_size"]
-    doc_lengths = [len(x) for x in X]
-    lengths = [n for doc_pieces in pieces for n in chunk_lengths(doc_pieces, chunk_size)]
+    layout = row_layout(pieces, chunk_size)
+    doc_lengths, lengths = layout[0], layout[1]
     if len(lengths) == len(X):
         scores, backprop_rows = model.layers[0](X, is_train)
     else:
@@ -241,7 +241,7 @@ def _score_pieces(
             return d_rows
         return xp.split(xp.concatenate(d_rows), numpy.cumsum(doc_lengths)[:-1].tolist())
 
-    return CRFBatch.from_pieces(scores, pieces, chunk_size), backprop
+    return CRFBatch(scores, *layout), backprop
 
 
 def _convert_inputs(

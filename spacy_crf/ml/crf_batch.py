@@ -90,6 +90,18 @@ def chunk_lengths(doc_lengths: Sequence[int], chunk_size: int) -> List[int]:
     return lengths
 
 
+def row_layout(pieces: Sequence[Sequence[int]], chunk_size: int) -> Tuple[List[int], List[int], List[int]]:
+    """The rows of a batch of docs, each doc read as its consecutive pieces
+    (e.g. its sentences), each piece cut by `chunk_lengths`.
+
+    RETURNS (Tuple[List[int], List[int], List[int]]): the docs' lengths, the
+        rows' lengths in order, and how many rows each doc has.
+    """
+    per_doc = [chunk_lengths(doc_pieces, chunk_size) for doc_pieces in pieces]
+    doc_lengths = [sum(doc_pieces) for doc_pieces in pieces]
+    return doc_lengths, [n for rows in per_doc for n in rows], [len(rows) for rows in per_doc]
+
+
 def grid_index(lengths: Sequence[int], width: int) -> numpy.ndarray:
     """Flat positions in a (len(lengths), width) grid of every token, in order.
 
@@ -188,14 +200,8 @@ class CRFBatch:
         cls, scores: Union[CRFScores, PackedScores], pieces: Sequence[Sequence[int]], chunk_size: int
     ) -> "CRFBatch":
         """The batch of docs, each read as its consecutive pieces (e.g. its
-        sentences: per doc, their lengths), each piece cut by `chunk_lengths`."""
-        per_doc = [chunk_lengths(doc_pieces, chunk_size) for doc_pieces in pieces]
-        return cls(
-            scores,
-            [sum(doc_pieces) for doc_pieces in pieces],
-            [n for rows in per_doc for n in rows],
-            [len(rows) for rows in per_doc],
-        )
+        sentences: per doc, their lengths): `row_layout`."""
+        return cls(scores, *row_layout(pieces, chunk_size))
 
     @classmethod
     def empty(cls, n_docs: int, n_labels: int, device: torch.device) -> "CRFBatch":

@@ -282,14 +282,15 @@ def _punctuation_starts(columns: numpy.ndarray, doc_lengths: List[int]) -> List[
     doc_of = numpy.repeat(numpy.arange(len(doc_lengths)), doc_lengths)
     words = numpy.flatnonzero(word)
     # a word starts a sentence if a sentence-final character came after the
-    # word before it in its doc (or, for a doc's first word, anywhere before it)
+    # word before it in its doc (or, for a doc's first word, anywhere before
+    # it in the doc: never for a word at the doc's first token)
     first = numpy.ones(len(words), dtype=bool)
     first[1:] = doc_of[words[1:]] != doc_of[words[:-1]]
     before_doc = seen[offsets] - final[offsets]  # seen before each doc's first token
     before = numpy.zeros(len(words), dtype=seen.dtype)
     before[1:] = seen[words[:-1]]
     before = numpy.where(first, before_doc[doc_of[words]], before)
-    starts = words[((seen[words] - before) > 0) & (words != offsets[doc_of[words]])]
+    starts = words[seen[words] > before]
     # each doc's starts, its first token first, in doc offsets
     starts = numpy.sort(numpy.concatenate([offsets, starts])).astype("int64")
     per_doc = numpy.split(starts, numpy.searchsorted(starts, offsets[1:]))
