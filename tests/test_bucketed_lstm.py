@@ -12,7 +12,7 @@ from torch.nn.utils.rnn import PackedSequence
 from spacy_crf.nn import BiLSTMCRF, PackedScores
 from spacy_crf.nn import bucketed_lstm, quantize
 from spacy_crf.nn.bucketed_lstm import bucketed_bilstm, buckets, runs_on
-from spacy_crf.nn.packed import packing_rows
+from spacy_crf.nn.packed import packing_rows, pad_tokens, token_starts
 
 
 def cost(lengths, runs, step_cost, bucket_cost):
@@ -156,3 +156,62 @@ def test_the_network_scores_alike_both_ways(transitions, train):
     (a, pa, ga), (b, pb, gb) = results["packed"], results["auto"]
     assert torch.allclose(a, b, atol=1e-12) and torch.allclose(pa, pb, atol=1e-12)
     assert all(torch.allclose(x, y, atol=1e-12) for x, y in zip(ga, gb))
+
+
+@pytest.mark.parametrize("lengths", LENGTHS)
+@pytest.mark.parametrize("depth", [1, 2])
+def test_tokens_without_padding_give_the_padded_outputs_and_gradients(lengths, depth):
+    """The rows' tokens one after another (`starts`) against the same rows
+    padded: equal outputs, and equal gradients for every token."""
+    torch.manual_seed(len(lengths) + depth)
+    lstm = torch.nn.LSTM(5, 4, num_layers=depth, bidirectional=True, batch_first=True).double()
+    lengths = torch.tensor(lengths)
+    T = int(lengths.max())
+    tokens = torch.randn(int(lengths.sum()), 5, dtype=torch.float64, requires_grad=True)
+    tokens_in, starts = token_starts(tokens, lengths)
+    padded = pad_tokens(tokens, starts, lengths, T)
+    rows = packing_rows(lengths, T)
+    expected = bucketed_bilstm(lstm, padded, lengths, rows)
+    ours = bucketed_bilstm(lstm, tokens_in, lengths, rows, starts)
+    assert torch.allclose(ours, expected, atol=1e-12, rtol=0)
+    weights = torch.randn_like(ours)
+    wrt = [tokens, *lstm.parameters()]
+    for a, b in zip(torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)):
+        assert torch.allclose(a, b, atol=1e-11, rtol=0)
+
+
+def test_token_layout_of_empty_rows():
+    tokens = torch.arange(6, dtype=torch.float64).reshape(3, 2) + 1
+    lengths = torch.tensor([0, 2, 0, 1])
+    laid, starts = token_starts(tokens, lengths)
+    assert laid.shape == (4, 2) and laid[3].abs().sum() == 0  # one zero token for the empty rows
+    assert starts.tolist() == [3, 0, 3, 2]
+    padded = pad_tokens(laid, starts, lengths, 2)
+    assert padded.tolist() == [[[0, 0], [0, 0]], [[1, 2], [3, 4]], [[0, 0], [0, 0]], [[5, 6], [0, 0]]]
+    assert token_starts(tokens, torch.tensor([1, 2]))[0] is tokens  # no empty row: no copy
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("runs", ["auto", "packed", "int8"])
+def test_the_network_scores_tokens_as_it_scores_padded_rows(depth, runs):
+    """BiLSTMCRF fed the tokens without padding: the same scores as fed the
+    padded batch, packed and padded, with empty rows, every way the LSTM runs."""
+    torch.manual_seed(depth)
+    network = BiLSTMCRF(6, 5, hidden_width=4, depth=depth)
+    if runs == "int8":
+        network = quantize.inference_copy(network, "int8")
+    else:
+        network = network.double()
+        network.lstm_runs = runs
+    network.eval()
+    dtype = torch.float32 if runs == "int8" else torch.float64
+    lengths = torch.tensor([4, 0, 1, 7, 3])
+    tokens = torch.randn(int(lengths.sum()), 6, dtype=dtype)
+    padded = pad_tokens(*token_starts(tokens, lengths), lengths, 7)
+    with torch.no_grad():
+        for packed in (False, True):
+            a, b = network(padded, lengths, packed=packed), network(tokens, lengths, packed=packed)
+            assert type(a) is type(b) and torch.equal(a.mask, b.mask)
+            a, b = (a.data, b.data) if packed and depth else (a.emissions, b.emissions)
+            assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6 if runs == "int8" else 1e-12)
+        assert network(tokens[:0], lengths[:0]).emissions.shape[0] == 0

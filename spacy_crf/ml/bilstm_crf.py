@@ -247,20 +247,31 @@ def _score_pieces(
 def _convert_inputs(
     model: Model, X: List[Floats2d], is_train: bool
 ) -> Tuple[ArgsKwargs, Callable[[ArgsKwargs], List[Floats2d]]]:
-    """Pad the sequences into one (B, T, D) batch on the model's device."""
+    """The sequences as one batch on the model's device: on the CPU their
+    tokens one after another (the network pads only what it runs), elsewhere
+    padded into (B, T, D)."""
     ops = model.ops
     lengths = [len(x) for x in X]
-    if max(lengths, default=0) == 0:
-        width = X[0].shape[1] if X else model.shims[0].network.n_inputs
-        padded = ops.alloc3f(len(X), 1, width)  # T >= 1 keeps the LSTM happy
-    else:
-        padded = ops.pad(X)  # shape: (B, T, D)
     device = model.shims[0].device
-    inputs = xp2torch(padded, requires_grad=is_train, device=device)
     lengths_cpu = torch.tensor(lengths, dtype=torch.long)
+    width = X[0].shape[1] if X else model.shims[0].network.n_inputs
+    if device.type == "cpu":
+        tokens = ops.xp.concatenate(X) if sum(lengths) else ops.alloc2f(0, width)
+        inputs = xp2torch(tokens, requires_grad=is_train, device=device)
+        ends = numpy.cumsum(lengths)[:-1].tolist()
 
-    def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
-        return ops.unpad(torch2xp(d_inputs.args[0]), lengths)
+        def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
+            return ops.xp.split(torch2xp(d_inputs.args[0]), ends)
+
+    else:
+        if max(lengths, default=0) == 0:
+            padded = ops.alloc3f(len(X), 1, width)  # T >= 1 keeps the LSTM happy
+        else:
+            padded = ops.pad(X)  # shape: (B, T, D)
+        inputs = xp2torch(padded, requires_grad=is_train, device=device)
+
+        def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
+            return ops.unpad(torch2xp(d_inputs.args[0]), lengths)
 
     # prediction on the CPU keeps the emissions packed (CRFBatch decodes them
     # as they are and pads them only for the other methods)

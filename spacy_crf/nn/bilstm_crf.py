@@ -15,7 +15,7 @@ from .constraints import forbid
 from .crf import CRFScores
 from .emissions import EMISSIONS, ComposedEmission
 from .factored import factored_transitions
-from .packed import PackedScores, packing_rows
+from .packed import PackedScores, packing_rows, pad_tokens, token_index, token_starts
 
 TRANSITIONS = ("full", "factored")
 
@@ -141,9 +141,11 @@ class BiLSTMCRF(nn.Module):
     def forward(
         self, inputs: torch.Tensor, lengths: torch.Tensor, packed: bool = False
     ) -> Union[CRFScores, PackedScores]:
-        """Score a padded batch.
+        """Score a batch of rows.
 
-        inputs (Tensor): (B, T, n_inputs) token vectors, zero-padded, T >= 1.
+        inputs (Tensor): (B, T, n_inputs) token vectors, zero-padded, T >= 1;
+            or (n_tokens, n_inputs): the rows' tokens one row after another,
+            without padding (T is then the longest row's length, at least 1).
         lengths (Tensor): (B,) long on the CPU, the true length of each row.
         packed (bool): leave the emissions packed (PackedScores, see
             packed.py) where the BiLSTM packs them (depth >= 1, B >= 1), for
@@ -152,7 +154,9 @@ class BiLSTMCRF(nn.Module):
             packed) and the mask built on the inputs' device, with the CRF
             parameters.
         """
-        B, T, _ = inputs.shape
+        B = lengths.shape[0]
+        unpadded = inputs.dim() == 2
+        T = max(int(lengths.max()) if B else 0, 1) if unpadded else inputs.shape[1]
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
         transitions, start, end, classes = self.transition_scores(), self.start, self.end, self.label_classes
         if self.allowed_transitions is not None:
@@ -161,7 +165,12 @@ class BiLSTMCRF(nn.Module):
             )
             classes = None  # the constraints break the factored form
         hidden = self.input_dropout(inputs)
+        starts = None
+        if unpadded:
+            hidden, starts = token_starts(hidden, lengths)
         if self.lstm is None:
+            if unpadded:
+                hidden = pad_tokens(hidden, starts, lengths, T)
             emissions = self._emit(hidden)  # shape: (B, T, K)
         elif B == 0:
             emissions = self._emit(inputs.new_zeros(0, T, self.emission.in_features))
@@ -174,11 +183,14 @@ class BiLSTMCRF(nn.Module):
                 hidden = hidden.to(self.compute_dtype)
             if self.lstm_runs == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
                 # on the CPU: oneDNN's LSTM over length buckets, same outputs
-                output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows)
+                output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows, starts)
             else:
                 # one copy of the token index to the device, for gathering here and scattering in padded()
                 rows = rows._replace(flat=rows.flat.to(inputs.device))
-                data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
+                if unpadded:
+                    data = hidden.index_select(0, token_index(rows, starts, T).to(inputs.device))
+                else:
+                    data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
                 packed_inputs = PackedSequence(
                     data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
                 )

@@ -100,38 +100,60 @@ def _run(lstm: nn.LSTM, x: torch.Tensor, layer: int, reverse: bool) -> torch.Ten
     return torch.lstm(x, (state, state), weights, lstm.bias, 1, 0.0, lstm.training, False, True)[0]
 
 
-def bucketed_bilstm(lstm: nn.LSTM, inputs: torch.Tensor, lengths: torch.Tensor, rows: PackingRows) -> torch.Tensor:
-    """Run a bidirectional LSTM over the rows of a padded batch.
+def bucketed_bilstm(
+    lstm: nn.LSTM,
+    inputs: torch.Tensor,
+    lengths: torch.Tensor,
+    rows: PackingRows,
+    starts: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Run a bidirectional LSTM over the rows of a batch.
 
     lstm (nn.LSTM): bidirectional, batch_first (see `runs_on`).
-    inputs (Tensor): (B, T, n) padded token vectors, on the CPU.
+    inputs (Tensor): (B, T, n) padded token vectors, on the CPU; or, with
+        `starts`, (n_tokens, n) the rows' tokens without padding.
     lengths (Tensor): (B,) long on the CPU, each between 1 and T.
-    rows (PackingRows): `packing_rows(lengths, T)`.
+    rows (PackingRows): `packing_rows(lengths, T)`, T the padded length
+        (for tokens without padding, the longest row's).
+    starts (Optional[Tensor]): (B,) long on the CPU, where each row's first
+        token is in `inputs` (`packed.token_starts`); None for padded inputs.
     RETURNS (Tensor): (n_tokens, 2 * hidden) the outputs of the rows' tokens
         in packed order, as `lstm(PackedSequence).data`.
     """
-    B, T, _ = inputs.shape
+    B = lengths.shape[0]
+    if starts is None:
+        B, T, _ = inputs.shape
+        tokens, starts = inputs.reshape(B * T, -1), torch.arange(B) * T
+    else:
+        tokens, T = inputs, int(lengths.max())
     hidden = lstm.hidden_size
     order = rows.sorted_indices
     sorted_lengths = lengths[order]
-    # where each (row, t) lands in packed order
+    # where each (row, t) of the (B, T) batch lands in packed order
     position = torch.empty(B * T, dtype=torch.long)
     position[rows.flat.cpu()] = torch.arange(rows.flat.shape[0])
-    output = inputs.new_empty(rows.flat.shape[0], 2 * hidden)
+    output = tokens.new_empty(rows.flat.shape[0], 2 * hidden)
     last = lstm.num_layers - 1
     for start, end in buckets(sorted_lengths.tolist()):
         members, member_lengths = order[start:end], sorted_lengths[start:end]
         width = int(member_lengths[0])
-        x = inputs[:, :width].index_select(0, members)
         steps = torch.arange(width)
         valid = steps[None, :] < member_lengths[:, None]
         reversal = torch.where(valid, member_lengths[:, None] - 1 - steps[None, :], steps[None, :])
+        # each direction's padded bucket straight from the tokens: padding
+        # cells read the row's first token, after the row's own tokens in
+        # either direction, where they cannot reach them
+        first = starts[members][:, None]
+        x = _bucket(tokens, first + torch.where(valid, steps[None, :], 0))
+        x_reversed = _bucket(tokens, first + torch.where(valid, reversal, 0))
         for layer in range(lstm.num_layers):
-            if layer > 0 and lstm.dropout > 0:
-                x = nn.functional.dropout(x, lstm.dropout, lstm.training)
+            if layer > 0:
+                if lstm.dropout > 0:
+                    x = nn.functional.dropout(x, lstm.dropout, lstm.training)
+                x_reversed = x.gather(1, reversal[:, :, None].expand(-1, -1, x.shape[2]))
             forward = _run(lstm, x, layer, reverse=False)
             # the backward direction reads each row reversed within its length
-            backward = _run(lstm, x.gather(1, reversal[:, :, None].expand(-1, -1, x.shape[2])), layer, reverse=True)
+            backward = _run(lstm, x_reversed, layer, reverse=True)
             if layer < last:
                 backward = backward.gather(1, reversal[:, :, None].expand(-1, -1, hidden))
                 x = torch.cat([forward, backward], dim=2)
@@ -143,3 +165,8 @@ def bucketed_bilstm(lstm: nn.LSTM, inputs: torch.Tensor, lengths: torch.Tensor, 
         output[:, :hidden].index_copy_(0, position[cells], forward.reshape(-1, hidden).index_select(0, index))
         output[:, hidden:].index_copy_(0, position[flipped], backward.reshape(-1, hidden).index_select(0, index))
     return output
+
+
+def _bucket(tokens: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """(rows, width, n) the tokens at a (rows, width) index."""
+    return tokens.index_select(0, index.reshape(-1)).reshape(*index.shape, tokens.shape[1])

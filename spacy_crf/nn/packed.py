@@ -11,7 +11,7 @@ the Numba Viterbi (numba_viterbi.py) decodes them as they are, and
 posteriors, the loss), equal to what the network would have returned, once.
 """
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 
@@ -48,6 +48,39 @@ def packing_rows(lengths: torch.Tensor, T: int) -> PackingRows:
     step_start = torch.cumsum(batch_sizes, dim=0) - batch_sizes
     rank = torch.arange(len(time)) - step_start[time]
     return PackingRows(sorted_indices[rank] * T + time, batch_sizes, sorted_indices)
+
+
+def token_starts(tokens: torch.Tensor, lengths: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Lay out a batch given as its rows' tokens one row after another.
+
+    tokens (Tensor): (n_tokens, n) the tokens of row 0, then of row 1, ...
+    lengths (Tensor): (B,) long on the CPU, summing to n_tokens.
+    RETURNS (Tuple[Tensor, Tensor]): the tokens, with one zero token after
+        them where a row is empty, and (B,) long on the CPU: where each row's
+        first token is (the zero token for an empty row, whose one step
+        reads it, as it would read padding).
+    """
+    starts = torch.cumsum(lengths, dim=0) - lengths
+    empty = lengths == 0
+    if bool(empty.any()):
+        starts = torch.where(empty, tokens.shape[0], starts)
+        tokens = torch.cat([tokens, tokens.new_zeros(1, tokens.shape[1])])
+    return tokens, starts
+
+
+def token_index(rows: PackingRows, starts: torch.Tensor, T: int) -> torch.Tensor:
+    """(n_packed,) long on the CPU: the token (`token_starts`) of each packed
+    step of `rows`, which index a (B, T) batch."""
+    flat = rows.flat.cpu()
+    return starts[flat // T] + flat % T
+
+
+def pad_tokens(tokens: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, T: int) -> torch.Tensor:
+    """(B, T, n) the rows' tokens (`token_starts`), zero-padded."""
+    valid = torch.arange(T)[None, :] < lengths[:, None]
+    padded = tokens.new_zeros(len(lengths), T, tokens.shape[1])
+    padded[valid.to(tokens.device)] = tokens[(starts[:, None] + torch.arange(T)[None, :])[valid].to(tokens.device)]
+    return padded
 
 
 @dataclass(eq=False)
