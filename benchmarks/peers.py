@@ -100,6 +100,12 @@ class PeerErrors(metaclass=ErrorsWithCodes):
         "The saved Flair tagger scores {now} on dev where the run that trained it "
         "scored {then}: --retime needs the same data and settings as that run."
     )
+    E207 = (
+        "benchmarks.udpipe needs UDPipe 1's bindings: pip install -e \".[udpipe]\" "
+        "(from the repository root; or pip install \"spacy-crf[udpipe]\")."
+    )
+    E208 = "UDPipe could not read {path}: {message}"
+    E209 = "UDPipe could not train its tagger: {message}"
 
 
 def read_conllu(path: Path, column: str) -> Sentences:

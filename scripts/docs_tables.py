@@ -466,6 +466,23 @@ def morph(root: Path) -> Optional[str]:
     return "\n\n".join(parts)
 
 
+def udpipe(root: Path) -> Optional[str]:
+    """metrics/peers/udpipe_*.json (`python -m benchmarks.udpipe`): UDPipe 1's
+    tagger trained and scored on each treebank's train and dev files."""
+    records = [load(path) for path in sorted((root / "metrics" / "peers").glob("udpipe_*.json"))]
+    records = [r for r in records if r]
+    if not records:
+        return None
+    lines = ["| treebank | system | tagger options | UPOS | UFeats | UPOS+FEATS | AllTags | train time | words/s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        lines.append(f"| {r['treebank']} | {r['system']} | {r['tagger_options']} | {r['upos']:.2f} | {r['ufeats']:.2f} "
+                     f"| {r['upos_feats']:.2f} | {r['alltags']:.2f} | {r['train_minutes']} min | {r['words_per_second']:,} |")
+    head = (f"{environment_line(*records)} Dev words (gold tokenization), the dev file as UDPipe's heldout data; "
+            "train time: UDPipe's trainer, one thread; words/s: its tagging of the dev words, one thread.")
+    return head + "\n\n" + "\n".join(lines)
+
+
 def rejected_spans(root: Path) -> Optional[str]:
     """metrics/ner/rejected_spans*.json: `python -m scripts.rejected_spans ...`, one
     table per run (from scratch, going on from the weak model)."""
@@ -805,6 +822,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "calibration": calibration,
     "rejected-spans": rejected_spans,
     "morph": morph,
+    "udpipe": udpipe,
     "paired-tests": paired_tests,
     "accuracy-by-frequency": accuracy_by_frequency,
     "decoding": decoding,

@@ -446,3 +446,33 @@ def test_by_sentence_times_both_settings_of_one_model(corpus, tmp_path):
         assert result["n_words"] == sum(len(d) for d in docs) and result["ratio_true_over_false"] > 0
         assert result["docs"] == ("sentences" if sentences else "as in the corpus")
         assert result["settings"] == {"false": False, "true": True}  # each pipeline ran as named
+
+
+def test_udpipe_trains_its_tagger_and_scores_the_gold_words(tmp_path):
+    """benchmarks.udpipe on a tiny Turkish-like treebank with multiword
+    tokens: UDPipe reads the words (not the tokens), and a tagger trained on
+    these sentences tags them back; the dev file's unseen bundle is scored."""
+    from .test_project import TURKISH, TURKISH_UNSEEN, morph_conllu, words_of
+
+    train, dev, output = tmp_path / "tr_tiny-ud-train.conllu", tmp_path / "tr_tiny-ud-dev.conllu", tmp_path / "u.json"
+    train.write_text(morph_conllu(TURKISH * 4), encoding="utf8")
+    dev.write_text(morph_conllu(TURKISH + [TURKISH_UNSEEN]), encoding="utf8")
+    run("udpipe", train, dev, "--tagger-options", "iterations=3", "--output", output)
+    result = json.loads(output.read_text())
+    assert result["treebank"] == "tr_tiny" and result["tagger_options"] == "iterations=3"
+    assert result["train_words"] == words_of(TURKISH * 4) and result["words"] == words_of(TURKISH + [TURKISH_UNSEEN])
+    assert result["upos"] >= 90.0  # the train sentences come back; one dev bundle is unseen
+    assert result["upos_feats"] <= result["ufeats"] and result["alltags"] <= result["upos_feats"]
+    assert 0 < result["words_per_second"] and result["system"].startswith("UDPipe 1.")
+
+
+def test_udpipe_errors_are_coded(tmp_path, monkeypatch):
+    from benchmarks.udpipe import import_udpipe, read_sentences
+
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tword\n\n")
+    with pytest.raises(ValueError, match=r"\[E208\]"):
+        read_sentences(bad)
+    monkeypatch.setitem(sys.modules, "ufal.udpipe", None)
+    with pytest.raises(ImportError, match=r"\[E207\].*pip install -e \"\.\[udpipe\]\""):
+        import_udpipe()

@@ -336,3 +336,16 @@ def test_cpu_before_after_table(tmp_path):
     assert "| 2 | 90 | 100 | 0.90x | 120 | 0.75x |" in table
     assert "| median | 105 | 100 | 1.05x | 100 | 1.05x |" in table
     assert "median of 7 runs" in table
+
+
+def test_udpipe_table(tmp_path):
+    from scripts.docs_tables import udpipe
+
+    assert udpipe(tmp_path) is None
+    write(tmp_path / "metrics" / "peers" / "udpipe_tr_x.json", {
+        "system": "UDPipe 1.4.0 tagger", "treebank": "tr_x", "tagger_options": "UDPipe's defaults",
+        "train_minutes": 3.9, "upos": 90.25, "ufeats": 86.03, "upos_feats": 84.1, "alltags": 82.78,
+        "words_per_second": 15359, "environment": ENV})
+    table = udpipe(tmp_path)
+    assert "Some CPU (2 logical CPUs)" in table
+    assert "| tr_x | UDPipe 1.4.0 tagger | UDPipe's defaults | 90.25 | 86.03 | 84.10 | 82.78 | 3.9 min | 15,359 |" in table
