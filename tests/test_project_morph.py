@@ -11,7 +11,8 @@ from .test_project import TURKISH, TURKISH_UNSEEN, copy_project, morph_conllu, r
 
 @pytest.fixture(scope="module")
 def morph_project(tmp_path_factory):
-    """A copy of the project that ran the `morph` workflow on a tiny Turkish-like treebank."""
+    """A copy of the project that ran the `morph` workflow on a tiny
+    Turkish-like treebank, and the treebank's folder."""
     root = copy_project(tmp_path_factory)
     treebank = tmp_path_factory.mktemp("treebank_tr")
     (treebank / "tr_tiny-ud-train.conllu").write_text(morph_conllu(TURKISH * 6), encoding="utf8")
@@ -23,13 +24,14 @@ def morph_project(tmp_path_factory):
          "--vars.max_steps", "6", "--vars.n_sents", "2", "--vars.benchmark_repeats", "1"],
         cwd=root, env=unactivated_env(),
     )
-    return root
+    return root, treebank
 
 
 @pytest.mark.slow
 def test_workflow_morph_on_a_turkish_treebank(morph_project):
     """`morph` on a non-English treebank with multiword tokens: both systems
     trained as Turkish pipelines on the syntactic words, scored, timed, tabled."""
+    morph_project, _ = morph_project
     metrics = morph_project / "metrics" / "morph" / "tr_tiny"
     dev_words = words_of(TURKISH + [TURKISH_UNSEEN])  # the multiword tokens' words, not the tokens
     for config in ("cpu_morph", "baseline_pos"):
@@ -64,3 +66,20 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
     assert [row.split(" | ")[0] for row in rows] == ["| crf_tagger", "| spaCy morphologizer"]
     assert all(" - " not in row for row in rows)  # every column filled
     assert (metrics / "table.md").read_text().strip() == table.strip()
+
+
+@pytest.mark.slow
+def test_udpipe_command_scores_the_same_dev_words(morph_project):
+    """`project run udpipe`: UDPipe 1's tagger on the same tiny treebank, its
+    dev words the ones the morph workflow scores."""
+    morph_project, treebank = morph_project
+    run(
+        [sys.executable, "-m", "spacy", "project", "run", "udpipe", ".",
+         "--vars.treebank_dir", str(treebank), "--vars.treebank_name", "tr_tiny",
+         "--vars.train_name", "tr_tiny-ud-train", "--vars.dev_name", "tr_tiny-ud-dev"],
+        cwd=morph_project, env=unactivated_env(),
+    )
+    result = json.loads((morph_project / "metrics" / "peers" / "udpipe_tr_tiny.json").read_text())
+    bundles = json.loads((morph_project / "metrics" / "morph" / "tr_tiny" / "cpu_morph-bundles.json").read_text())
+    assert result["treebank"] == "tr_tiny" and result["words"] == bundles["words"]
+    assert 0.0 <= result["upos_feats"] <= min(result["upos"], result["ufeats"])
