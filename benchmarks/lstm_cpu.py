@@ -66,7 +66,8 @@ def training_batch(lengths: List[int], words: int, seed: int) -> List[int]:
 
 def timer(network: BiLSTMCRF, lengths: List[int], train: bool) -> Callable[[], None]:
     lengths_t = torch.tensor(lengths)
-    inputs = torch.randn(len(lengths), max(lengths), network.n_inputs, requires_grad=train)
+    # the rows' tokens one after another, as the component feeds the network on the CPU
+    inputs = torch.randn(sum(lengths), network.n_inputs, requires_grad=train)
 
     def run() -> None:
         with torch.set_grad_enabled(train):

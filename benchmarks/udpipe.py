@@ -72,6 +72,15 @@ def train(train_sentences: List, dev_sentences: List, tagger_options: str) -> by
     return model.encode("latin-1") if isinstance(model, str) else model
 
 
+def canonical(feats: str) -> str:
+    """A FEATS string in the order spaCy keys it (features and their values
+    sorted), so that two spellings of one set compare equal as in spaCy's scorer."""
+    if feats in ("", "_"):
+        return "_"
+    pairs = (feature.partition("=") for feature in feats.split("|"))
+    return "|".join(sorted(f"{name}{eq}{','.join(sorted(value.split(',')))}" for name, eq, value in pairs))
+
+
 def score(model, gold_sentences: List) -> Dict[str, float]:
     """Tag the gold words of each sentence; accuracies (percent) and words/s."""
     udpipe = import_udpipe()
@@ -88,7 +97,7 @@ def score(model, gold_sentences: List) -> Dict[str, float]:
         model.tag(sentence, udpipe.Model.DEFAULT)
         seconds += time.perf_counter() - start
         for g, p in zip(gold_words, list(sentence.words)[1:]):
-            upos, feats = g.upostag == p.upostag, g.feats == p.feats
+            upos, feats = g.upostag == p.upostag, canonical(g.feats) == canonical(p.feats)
             counts["upos"] += upos
             counts["ufeats"] += feats
             counts["upos_feats"] += upos and feats

@@ -476,3 +476,12 @@ def test_udpipe_errors_are_coded(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ufal.udpipe", None)
     with pytest.raises(ImportError, match=r"\[E207\].*pip install -e \"\.\[udpipe\]\""):
         import_udpipe()
+
+
+def test_udpipe_compares_feats_as_spacy_keys_them():
+    from benchmarks.udpipe import canonical
+
+    assert canonical("Number=Sing|Case=Nom") == canonical("Case=Nom|Number=Sing") == "Case=Nom|Number=Sing"
+    assert canonical("PronType=Rel,Int") == "PronType=Int,Rel"
+    assert canonical("_") == canonical("") == "_"
+    assert canonical("Case=Nom") != canonical("Case=Acc")

@@ -172,7 +172,7 @@ def test_tokens_without_padding_give_the_padded_outputs_and_gradients(lengths, d
     padded = pad_tokens(tokens, starts, lengths, T)
     rows = packing_rows(lengths, T)
     expected = bucketed_bilstm(lstm, padded, lengths, rows)
-    ours = bucketed_bilstm(lstm, tokens_in, lengths, rows, starts)
+    ours = bucketed_bilstm(lstm, tokens_in, lengths, rows, starts, T)
     assert torch.allclose(ours, expected, atol=1e-12, rtol=0)
     weights = torch.randn_like(ours)
     wrt = [tokens, *lstm.parameters()]
@@ -215,3 +215,41 @@ def test_the_network_scores_tokens_as_it_scores_padded_rows(depth, runs):
             a, b = (a.data, b.data) if packed and depth else (a.emissions, b.emissions)
             assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6 if runs == "int8" else 1e-12)
         assert network(tokens[:0], lengths[:0]).emissions.shape[0] == 0
+
+
+def test_tokens_need_their_rows_t_and_every_token():
+    lstm = torch.nn.LSTM(3, 2, bidirectional=True, batch_first=True)
+    lengths = torch.tensor([3, 1])
+    tokens = torch.randn(4, 3)
+    with pytest.raises(ValueError, match="needs the T"):
+        bucketed_bilstm(lstm, tokens, lengths, packing_rows(lengths, 3), torch.tensor([0, 3]))
+    with pytest.raises(ValueError, match="5 tokens for rows of 4"):
+        BiLSTMCRF(3, 2, hidden_width=2)(torch.randn(5, 3), lengths)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("runs", ["auto", "packed"])
+def test_the_network_trains_alike_on_tokens_and_padded_rows(depth, runs):
+    """Training mode with dropout on the LSTM's outputs (and between its
+    layers): the same seed gives the same emissions and the same gradients
+    for every token and parameter, fed either way (input dropout, which draws
+    one number per input cell, is off: its masks differ in number)."""
+    network = BiLSTMCRF(6, 5, hidden_width=4, depth=depth, dropout=0.3).double()
+    network.lstm_runs = runs
+    network.train()
+    lengths = torch.tensor([4, 0, 1, 7, 3])
+    tokens = torch.randn(int(lengths.sum()), 6, dtype=torch.float64, requires_grad=True)
+    results = []
+    for feed in ("padded", "tokens"):
+        torch.manual_seed(0)
+        inputs = pad_tokens(*token_starts(tokens, lengths), lengths, 7) if feed == "padded" else tokens
+        scores = network(inputs, lengths)
+        weights = torch.arange(scores.emissions[scores.mask].numel(), dtype=torch.float64).reshape(-1, 5)
+        loss = (scores.emissions[scores.mask] * weights).sum()
+        wrt = [tokens, *network.parameters()]
+        results.append((scores.emissions.detach(), torch.autograd.grad(loss, wrt, allow_unused=True)))
+    (a, grads_a), (b, grads_b) = results
+    assert torch.allclose(a, b, atol=1e-12)
+    assert grads_a[0] is not None and grads_a[0].abs().sum() > 0
+    for x, y in zip(grads_a, grads_b):  # the CRF's own parameters do not reach the emissions
+        assert (x is None and y is None) or torch.allclose(x, y, atol=1e-10)

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
-from thinc.api import fix_random_seed
+import torch
+from thinc.api import ArgsKwargs, fix_random_seed
 
 from spacy_crf.ml import CRFBatch
-from spacy_crf.ml.bilstm_crf import predict_by_pieces
+from spacy_crf.ml.bilstm_crf import _convert_inputs, predict_by_pieces
 from spacy_crf.ml.doc_scores import DocScores, punctuation_sentence_starts, sentence_lengths, sentence_lengths_of
 from spacy_crf.tagger import CRFTagger
 from spacy_crf.targets import span_patterns
@@ -278,3 +279,23 @@ def test_raw_text_takes_overrides_and_records_the_setting(tagger_nlp, tmp_path):
         assert 0.0 <= record["raw"]["tag_acc"] <= 100.0
     with pytest.raises(SystemExit):
         raw_text([str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--outptu", "x.json"])
+
+
+def test_the_cpu_converter_feeds_tokens_and_splits_their_gradients(tagger_nlp):
+    """On the CPU the network gets the rows' tokens one after another, and
+    the gradient comes back split per row; an empty batch gives no rows back."""
+    wrapper = next(node for node in tagger_nlp.get_pipe("crf_tagger").model.walk() if node.name == "pytorch")
+    width = wrapper.shims[0].network.n_inputs
+    X = [numpy.random.default_rng(n).random((n, width), dtype=numpy.float32) for n in (3, 0, 5)]
+    args, backprop = _convert_inputs(wrapper, X, is_train=True)
+    tokens, lengths = args.args
+    assert tokens.shape == (8, width) and numpy.array_equal(tokens.detach().numpy(), numpy.concatenate(X))
+    assert lengths.tolist() == [3, 0, 5] and args.kwargs == {}
+    d_tokens = torch.arange(8 * width, dtype=torch.float32).reshape(8, width)
+    d_X = backprop(ArgsKwargs(args=(d_tokens,), kwargs={}))
+    assert [d.shape for d in d_X] == [(3, width), (0, width), (5, width)]
+    assert numpy.array_equal(numpy.concatenate(d_X), d_tokens.numpy())
+    args, backprop = _convert_inputs(wrapper, [], is_train=True)
+    assert args.args[0].shape == (0, width) and args.args[1].shape == (0,)
+    assert backprop(ArgsKwargs(args=(args.args[0],), kwargs={})) == []
+    assert _convert_inputs(wrapper, X, is_train=False)[0].kwargs == {"packed": True}

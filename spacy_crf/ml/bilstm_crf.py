@@ -261,7 +261,7 @@ def _convert_inputs(
         ends = numpy.cumsum(lengths)[:-1].tolist()
 
         def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
-            return ops.xp.split(torch2xp(d_inputs.args[0]), ends)
+            return ops.xp.split(torch2xp(d_inputs.args[0]), ends) if X else []
 
     else:
         if max(lengths, default=0) == 0:

@@ -156,6 +156,8 @@ class BiLSTMCRF(nn.Module):
         """
         B = lengths.shape[0]
         unpadded = inputs.dim() == 2
+        if unpadded and int(lengths.sum()) != inputs.shape[0]:
+            raise ValueError(f"{inputs.shape[0]} tokens for rows of {int(lengths.sum())} in all")
         T = max(int(lengths.max()) if B else 0, 1) if unpadded else inputs.shape[1]
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
         transitions, start, end, classes = self.transition_scores(), self.start, self.end, self.label_classes
@@ -183,7 +185,7 @@ class BiLSTMCRF(nn.Module):
                 hidden = hidden.to(self.compute_dtype)
             if self.lstm_runs == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
                 # on the CPU: oneDNN's LSTM over length buckets, same outputs
-                output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows, starts)
+                output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows, starts, T)
             else:
                 # one copy of the token index to the device, for gathering here and scattering in padded()
                 rows = rows._replace(flat=rows.flat.to(inputs.device))

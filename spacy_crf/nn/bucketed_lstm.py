@@ -106,6 +106,7 @@ def bucketed_bilstm(
     lengths: torch.Tensor,
     rows: PackingRows,
     starts: Optional[torch.Tensor] = None,
+    T: Optional[int] = None,
 ) -> torch.Tensor:
     """Run a bidirectional LSTM over the rows of a batch.
 
@@ -113,10 +114,11 @@ def bucketed_bilstm(
     inputs (Tensor): (B, T, n) padded token vectors, on the CPU; or, with
         `starts`, (n_tokens, n) the rows' tokens without padding.
     lengths (Tensor): (B,) long on the CPU, each between 1 and T.
-    rows (PackingRows): `packing_rows(lengths, T)`, T the padded length
-        (for tokens without padding, the longest row's).
+    rows (PackingRows): `packing_rows(lengths, T)`.
     starts (Optional[Tensor]): (B,) long on the CPU, where each row's first
         token is in `inputs` (`packed.token_starts`); None for padded inputs.
+    T (Optional[int]): with `starts`, the T that `rows` was built with (for
+        padded inputs, their second dimension).
     RETURNS (Tensor): (n_tokens, 2 * hidden) the outputs of the rows' tokens
         in packed order, as `lstm(PackedSequence).data`.
     """
@@ -124,8 +126,10 @@ def bucketed_bilstm(
     if starts is None:
         B, T, _ = inputs.shape
         tokens, starts = inputs.reshape(B * T, -1), torch.arange(B) * T
+    elif T is None:
+        raise ValueError("bucketed_bilstm over tokens needs the T that its rows were built with")
     else:
-        tokens, T = inputs, int(lengths.max())
+        tokens = inputs
     hidden = lstm.hidden_size
     order = rows.sorted_indices
     sorted_lengths = lengths[order]
