@@ -299,3 +299,19 @@ def test_the_cpu_converter_feeds_tokens_and_splits_their_gradients(tagger_nlp):
     assert args.args[0].shape == (0, width) and args.args[1].shape == (0,)
     assert backprop(ArgsKwargs(args=(args.args[0],), kwargs={})) == []
     assert _convert_inputs(wrapper, X, is_train=False)[0].kwargs == {"packed": True}
+
+
+def test_rows_are_joined_without_a_copy_where_they_lie_one_after_another():
+    from spacy_crf.ml.bilstm_crf import joined_rows
+
+    whole = numpy.arange(40, dtype=numpy.float32).reshape(10, 4)
+    views = numpy.split(whole, [3, 3, 7])  # an empty one among them
+    joined = joined_rows(views)
+    assert numpy.array_equal(joined, whole) and numpy.shares_memory(joined, whole)
+    apart = [whole[:3], whole[5:]]  # a gap between them: copied
+    joined = joined_rows(apart)
+    assert numpy.array_equal(joined, numpy.concatenate(apart)) and not numpy.shares_memory(joined, whole)
+    swapped = [whole[5:], whole[:5]]
+    assert numpy.array_equal(joined_rows(swapped), numpy.concatenate(swapped))
+    columns = [whole[:3, :2], whole[3:, :2]]  # not contiguous rows
+    assert numpy.array_equal(joined_rows(columns), whole[:, :2])

@@ -227,8 +227,7 @@ def _score_pieces(
         raise ValueError(Errors.E009.format(name=model.name))
     xp = model.ops.xp
     chunk_size = model.attrs["chunk_size"]
-    layout = row_layout(pieces, chunk_size)
-    doc_lengths, lengths = layout[0], layout[1]
+    doc_lengths, lengths, rows_per_doc = row_layout(pieces, chunk_size)
     if len(lengths) == len(X):
         scores, backprop_rows = model.layers[0](X, is_train)
     else:
@@ -241,7 +240,24 @@ def _score_pieces(
             return d_rows
         return xp.split(xp.concatenate(d_rows), numpy.cumsum(doc_lengths)[:-1].tolist())
 
-    return CRFBatch(scores, *layout), backprop
+    return CRFBatch(scores, doc_lengths, lengths, rows_per_doc), backprop
+
+
+def joined_rows(X: List[Floats2d]) -> Floats2d:
+    """The arrays one after another: without a copy where they are
+    consecutive rows of one C-contiguous buffer (the tok2vec's output, or
+    chunks split from one array), else `concatenate`. Numpy arrays."""
+    parts = [x for x in X if len(x)]
+    first = parts[0]
+    itemsize, width = first.itemsize, first.shape[1]
+    consecutive = all(
+        x.base is not None and x.base is first.base and x.flags.c_contiguous and x.dtype == first.dtype
+        and x.shape[1] == width for x in parts
+    ) and all(b.ctypes.data == a.ctypes.data + a.nbytes for a, b in zip(parts, parts[1:]))
+    if not consecutive:
+        return numpy.concatenate(X)
+    total = sum(len(x) for x in parts)
+    return numpy.lib.stride_tricks.as_strided(first, shape=(total, width), strides=(itemsize * width, itemsize))
 
 
 def _convert_inputs(
@@ -256,7 +272,7 @@ def _convert_inputs(
     lengths_cpu = torch.tensor(lengths, dtype=torch.long)
     width = X[0].shape[1] if X else model.shims[0].network.n_inputs
     if device.type == "cpu":
-        tokens = ops.xp.concatenate(X) if sum(lengths) else ops.alloc2f(0, width)
+        tokens = joined_rows(X) if sum(lengths) else ops.alloc2f(0, width)
         inputs = xp2torch(tokens, requires_grad=is_train, device=device)
         ends = numpy.cumsum(lengths)[:-1].tolist()
 

@@ -190,7 +190,7 @@ class BiLSTMCRF(nn.Module):
                 # one copy of the token index to the device, for gathering here and scattering in padded()
                 rows = rows._replace(flat=rows.flat.to(inputs.device))
                 if unpadded:
-                    data = hidden.index_select(0, token_index(rows, starts, T).to(inputs.device))
+                    data = hidden.index_select(0, token_index(rows, starts, T))
                 else:
                     data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
                 packed_inputs = PackedSequence(

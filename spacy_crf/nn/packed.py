@@ -69,10 +69,10 @@ def token_starts(tokens: torch.Tensor, lengths: torch.Tensor) -> Tuple[torch.Ten
 
 
 def token_index(rows: PackingRows, starts: torch.Tensor, T: int) -> torch.Tensor:
-    """(n_packed,) long on the CPU: the token (`token_starts`) of each packed
-    step of `rows`, which index a (B, T) batch."""
-    flat = rows.flat.cpu()
-    return starts[flat // T] + flat % T
+    """(n_packed,) long, on `rows.flat`'s device: the token (`token_starts`)
+    of each packed step of `rows`, which index a (B, T) batch."""
+    flat = rows.flat
+    return starts.to(flat.device)[flat // T] + flat % T
 
 
 def pad_tokens(tokens: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, T: int) -> torch.Tensor:
