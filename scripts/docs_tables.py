@@ -811,6 +811,10 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "gpu-emissions": gpu_emissions,
     # composed emissions' bias inside the product, before and after, on the CPU
     "cpu-before-after-composed": cpu_before_after,
+    # the character CNN's fused CPU prediction, before and after (Turkish, Hungarian)
+    "cpu-before-after-charcnn-tr": functools.partial(cpu_before_after, folder="speed/charcnn_tr"),
+    "cpu-before-after-charcnn-hu": functools.partial(cpu_before_after, folder="speed/charcnn_hu"),
+    "predict-stages-charcnn": functools.partial(predict_stages, folder="speed/charcnn_stages"),
     "lstm-cpu": lstm_cpu,
     "train-steps-buckets": train_steps_before_after,
     "time-to-accuracy-buckets": functools.partial(time_to_accuracy, folder="speed/buckets"),

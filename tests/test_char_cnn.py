@@ -1,6 +1,6 @@
 """spacy_crf.CharCNN.v1 and HashCharEmbed.v4: the CNN equals a plain torch
-reference word by word (outputs and every gradient), odd input, training,
-saving and loading."""
+reference word by word (outputs and every gradient), in training and in the
+fused CPU prediction, odd input, training, saving and loading."""
 import numpy
 import pytest
 import spacy
@@ -8,6 +8,7 @@ import torch
 from numpy.testing import assert_allclose
 from spacy.tokens import Doc
 
+from spacy_crf.ml import char_cnn
 from spacy_crf.ml.char_cnn import WORD_END, WORD_START, build_char_cnn, word_symbols
 
 from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, TEST_TEXTS, assert_same_weights, make_examples, tags_of, train
@@ -68,6 +69,82 @@ def test_char_cnn_equals_a_word_by_word_reference(docs, window, max_bytes):
     assert_allclose(layer.get_grad("E"), E.grad.numpy(), rtol=1e-4, atol=1e-5)
     assert_allclose(layer.layers[0].get_grad("W"), W.grad.numpy(), rtol=1e-4, atol=1e-5)
     assert_allclose(layer.layers[0].get_grad("b"), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("window,max_bytes,n_pieces", [(1, 10, 3), (2, 4, 2), (0, 20, 1), (3, 20, 3)])
+def test_fused_prediction_equals_the_reference(docs, window, max_bytes, n_pieces):
+    """Prediction on NumpyOps runs char_cnn_numba's loop: the reference's
+    vectors; SPACY_CRF_KERNELS=torch runs Thinc's code, as training does."""
+    assert char_cnn._numba_module() is not None
+    layer = build_char_cnn(width=5, nM=4, window=window, nP=n_pieces, max_bytes=max_bytes)
+    layer.initialize()
+    # weights of both signs and a bias, so that every piece and position can win
+    rng = numpy.random.default_rng(window)
+    conv = layer.layers[0]
+    conv.set_param("b", rng.standard_normal(conv.get_param("b").shape).astype("f"))
+    want = reference(layer, docs)[0].detach().numpy()
+    fused = layer.predict(docs)
+    assert [y.shape for y in fused] == [(len(doc), 5) for doc in docs]
+    assert_allclose(numpy.concatenate(fused), want, rtol=1e-5, atol=1e-6)
+    trained = numpy.concatenate(layer(docs, is_train=True)[0])
+    assert_allclose(numpy.concatenate(fused), trained, rtol=1e-5, atol=1e-6)
+
+
+def test_kernels_torch_predicts_with_thincs_code(docs, monkeypatch):
+    layer = build_char_cnn(width=5, nM=4, window=1, nP=3, max_bytes=10)
+    layer.initialize()
+    calls = []
+    monkeypatch.setattr(char_cnn, "_numba_module", lambda: calls.append(1))
+    monkeypatch.setenv("SPACY_CRF_KERNELS", "torch")
+    layer.predict(docs)
+    assert calls == []
+    monkeypatch.delenv("SPACY_CRF_KERNELS")
+    layer.predict(docs)
+    assert calls == [1]
+
+
+def test_backprop_after_fused_prediction_gives_the_reference_gradients(docs):
+    """A caller that backpropagates through a prediction (is_train=False)
+    gets the gradients the training forward gives."""
+    layers = []
+    for is_train in (False, True):
+        layer = build_char_cnn(width=5, nM=4, window=1, nP=3, max_bytes=10)
+        layer.initialize()
+        if layers:
+            for name in ("E",):
+                layer.set_param(name, layers[0].get_param(name).copy())
+            layer.layers[0].set_param("W", layers[0].layers[0].get_param("W").copy())
+            layer.layers[0].set_param("b", layers[0].layers[0].get_param("b").copy())
+        Y, backprop = layer(docs, is_train=is_train)
+        dY = [numpy.random.default_rng(2).standard_normal(y.shape).astype("f") for y in Y]
+        assert backprop(dY) == []
+        layers.append(layer)
+    assert_allclose(layers[0].get_grad("E"), layers[1].get_grad("E"), rtol=1e-5, atol=1e-6)
+    assert_allclose(layers[0].layers[0].get_grad("W"), layers[1].layers[0].get_grad("W"), rtol=1e-5, atol=1e-6)
+
+
+def test_a_numba_that_cannot_set_up_warns_and_thinc_predicts(docs, monkeypatch):
+    """E.g. no writable cache folder: W002, and Thinc's code predicts."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def failing(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 1 and fromlist and "char_cnn_numba" in fromlist:
+            raise RuntimeError("cannot cache function '_encode': no locator available")
+        return real_import(name, globals, locals, fromlist, level)
+
+    layer = build_char_cnn(width=5, nM=4, window=1, nP=3, max_bytes=10)
+    layer.initialize()
+    char_cnn._numba_module.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", failing)
+    try:
+        with pytest.warns(UserWarning, match=r"\[W002\] Numba could not set up the character CNN"):
+            Y = layer.predict(docs)
+        assert_allclose(numpy.concatenate(Y), reference(layer, docs)[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+    finally:
+        monkeypatch.undo()
+        char_cnn._numba_module.cache_clear()
 
 
 def test_word_symbols_are_the_distinct_words_between_markers(docs):
