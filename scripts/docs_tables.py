@@ -815,6 +815,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "cpu-before-after-charcnn-tr": functools.partial(cpu_before_after, folder="speed/charcnn_tr"),
     "cpu-before-after-charcnn-hu": functools.partial(cpu_before_after, folder="speed/charcnn_hu"),
     "predict-stages-charcnn": functools.partial(predict_stages, folder="speed/charcnn_stages"),
+    "train-steps-charcnn": functools.partial(train_steps_before_after, folder="speed/charcnn_train"),
     "lstm-cpu": lstm_cpu,
     "train-steps-buckets": train_steps_before_after,
     "time-to-accuracy-buckets": functools.partial(time_to_accuracy, folder="speed/buckets"),

@@ -158,7 +158,8 @@ class Warnings(metaclass=ErrorsWithCodes):
         "folder is read-only, set NUMBA_CACHE_DIR to a writable folder."
     )
     W002 = (
-        "Numba could not set up the character CNN's CPU prediction ({error}); "
-        "predicting with Thinc's code instead (the same vectors, slower). Where "
-        "the package's folder is read-only, set NUMBA_CACHE_DIR to a writable folder."
+        "Numba could not set up the character CNN's CPU loops ({error}); "
+        "predicting and training with Thinc's code instead (the same vectors "
+        "and gradients, slower). Where the package's folder is read-only, set "
+        "NUMBA_CACHE_DIR to a writable folder."
     )

@@ -1,6 +1,6 @@
 """spacy_crf.CharCNN.v1 and HashCharEmbed.v4: the CNN equals a plain torch
-reference word by word (outputs and every gradient), in training and in the
-fused CPU prediction, odd input, training, saving and loading."""
+reference word by word (outputs and every gradient), its Numba loops equal
+Thinc's code in prediction and training; odd input, training, saving and loading."""
 import numpy
 import pytest
 import spacy
@@ -103,28 +103,83 @@ def test_kernels_torch_predicts_with_thincs_code(docs, monkeypatch):
     assert calls == [1]
 
 
-def test_backprop_after_fused_prediction_gives_the_reference_gradients(docs):
-    """A caller that backpropagates through a prediction (is_train=False)
-    gets the gradients the training forward gives."""
-    layers = []
-    for is_train in (False, True):
-        layer = build_char_cnn(width=5, nM=4, window=1, nP=3, max_bytes=10)
+def copy_weights(layer, source):
+    layer.set_param("E", source.get_param("E").copy())
+    for name in ("W", "b"):
+        layer.layers[0].set_param(name, source.layers[0].get_param(name).copy())
+
+
+@pytest.mark.parametrize("window,n_pieces", [(1, 3), (3, 2), (0, 1)])
+def test_fused_training_equals_thincs_code(docs, monkeypatch, window, n_pieces):
+    """Training on NumpyOps runs char_cnn_numba's loops: Thinc's outputs and
+    gradients (SPACY_CRF_KERNELS=torch runs Thinc's code), and after a
+    prediction (is_train=False) a caller that backpropagates gets them too."""
+    runs = []
+    for kernels, is_train in (("torch", True), ("auto", True), ("auto", False)):
+        monkeypatch.setenv("SPACY_CRF_KERNELS", kernels)
+        layer = build_char_cnn(width=5, nM=4, window=window, nP=n_pieces, max_bytes=10)
         layer.initialize()
-        if layers:
-            for name in ("E",):
-                layer.set_param(name, layers[0].get_param(name).copy())
-            layer.layers[0].set_param("W", layers[0].layers[0].get_param("W").copy())
-            layer.layers[0].set_param("b", layers[0].layers[0].get_param("b").copy())
+        if runs:
+            copy_weights(layer, runs[0][0])
         Y, backprop = layer(docs, is_train=is_train)
         dY = [numpy.random.default_rng(2).standard_normal(y.shape).astype("f") for y in Y]
         assert backprop(dY) == []
-        layers.append(layer)
-    assert_allclose(layers[0].get_grad("E"), layers[1].get_grad("E"), rtol=1e-5, atol=1e-6)
-    assert_allclose(layers[0].layers[0].get_grad("W"), layers[1].layers[0].get_grad("W"), rtol=1e-5, atol=1e-6)
+        runs.append((layer, numpy.concatenate(Y)))
+    (thinc, Y_thinc), *fused = runs
+    for layer, Y in fused:
+        assert_allclose(Y, Y_thinc, rtol=1e-5, atol=1e-6)
+        assert_allclose(layer.get_grad("E"), thinc.get_grad("E"), rtol=1e-5, atol=1e-5)
+        for name in ("W", "b"):
+            assert_allclose(layer.layers[0].get_grad(name), thinc.layers[0].get_grad(name), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("tie", ["everything", "pieces"])
+def test_ties_go_where_thinc_sends_them(docs, monkeypatch, tie):
+    """Equal pieces and positions: the first best position, then piece, as
+    Thinc's Maxout and reduce_max choose, so the gradients go to the same place."""
+    runs = []
+    for kernels in ("torch", "auto"):
+        monkeypatch.setenv("SPACY_CRF_KERNELS", kernels)
+        layer = build_char_cnn(width=4, nM=3, window=1, nP=3, max_bytes=10)
+        layer.initialize()
+        conv = layer.layers[0]
+        W = conv.get_param("W")
+        if runs:
+            copy_weights(layer, runs[0][0])
+        elif tie == "everything":  # every piece of every position is its bias, all equal
+            conv.set_param("W", numpy.zeros_like(W))
+        else:  # the pieces of a filter are equal, positions differ
+            conv.set_param("W", numpy.repeat(W[:, :1], W.shape[1], axis=1).copy())
+        Y, backprop = layer(docs, is_train=True)
+        backprop([numpy.ones_like(y) for y in Y])
+        runs.append((layer, numpy.concatenate(Y)))
+    (thinc, Y_thinc), (fused, Y_fused) = runs
+    assert_allclose(Y_fused, Y_thinc, rtol=1e-6, atol=1e-7)
+    assert_allclose(fused.get_grad("E"), thinc.get_grad("E"), rtol=1e-5, atol=1e-6)
+    for name in ("W", "b"):
+        assert_allclose(fused.layers[0].get_grad(name), thinc.layers[0].get_grad(name), rtol=1e-5, atol=1e-6)
+
+
+def test_float64_weights_give_float64_vectors_and_gradients(docs):
+    from thinc.api import NumpyOps
+
+    layer = build_char_cnn(width=5, nM=4, window=2, nP=2, max_bytes=10)
+    layer.initialize()
+    for node in layer.walk():
+        for name in node.param_names:
+            node.set_param(name, node.get_param(name).astype("float64"))
+    assert isinstance(layer.ops, NumpyOps)
+    fused = layer.predict(docs)
+    Y, backprop = layer(docs, is_train=True)
+    backprop([numpy.ones_like(y) for y in Y])
+    assert all(y.dtype == numpy.float64 for y in fused + Y)
+    assert layer.get_grad("E").dtype == numpy.float64
+    want = reference(layer, docs)[0].detach().numpy()
+    assert_allclose(numpy.concatenate(fused), want, rtol=1e-12, atol=1e-12)
 
 
 def test_a_numba_that_cannot_set_up_warns_and_thinc_predicts(docs, monkeypatch):
-    """E.g. no writable cache folder: W002, and Thinc's code predicts."""
+    """E.g. no writable cache folder: W002, and Thinc's code predicts and trains."""
     import builtins
 
     real_import = builtins.__import__
@@ -139,9 +194,11 @@ def test_a_numba_that_cannot_set_up_warns_and_thinc_predicts(docs, monkeypatch):
     char_cnn._numba_module.cache_clear()
     monkeypatch.setattr(builtins, "__import__", failing)
     try:
-        with pytest.warns(UserWarning, match=r"\[W002\] Numba could not set up the character CNN"):
+        with pytest.warns(UserWarning, match=r"\[W002\] Numba could not set up the character CNN's CPU loops"):
             Y = layer.predict(docs)
         assert_allclose(numpy.concatenate(Y), reference(layer, docs)[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+        Y, backprop = layer(docs, is_train=True)
+        assert backprop(Y) == [] and layer.get_grad("E") is not None
     finally:
         monkeypatch.undo()
         char_cnn._numba_module.cache_clear()

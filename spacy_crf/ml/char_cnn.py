@@ -10,9 +10,9 @@ at fixed positions; this reads every byte of the word, wherever it is.
 Each distinct word (ORTH) of a batch is encoded once and copied to its
 tokens; the gradients of its tokens are summed back into it. A word's bytes
 are looked up once per process. Thinc's code runs on NumpyOps and on CupyOps;
-prediction on NumpyOps runs char_cnn_numba.py's fused loop instead (the same
-vectors to float rounding, about 10x faster), unless SPACY_CRF_KERNELS=torch
-asks for the reference code or Numba cannot be set up.
+on NumpyOps char_cnn_numba.py's loops run instead (the same vectors and
+gradients to float rounding; prediction about 10x faster), unless
+SPACY_CRF_KERNELS=torch asks for the reference code or Numba cannot be set up.
 """
 import importlib.util
 import warnings
@@ -103,16 +103,18 @@ def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tupl
     symbols_h, lengths_h, inverse_h = word_symbols(docs, model.attrs["max_bytes"])
     if not len(inverse_h):
         return [ops.alloc2f(n, width) for n in doc_lengths], lambda dY: []
-    fused = None if is_train else _fused_encoder(ops)
+    fused = _fused_encoder(ops)
     if fused is None:
         words, backprop_words = _encode_words(model, symbols_h, lengths_h, is_train)
+    elif is_train:
+        words, backprop_words = _fused_training(model, fused, symbols_h, lengths_h)
     else:
         conv = model.layers[0]
         words = fused.encode_words(symbols_h, lengths_h, model.get_param("E"), conv.get_param("W"), conv.get_param("b"))
 
         def backprop_words(d_words: Floats2d) -> None:
-            # prediction keeps nothing for gradients: Thinc's code again, for a caller that asks
-            _encode_words(model, symbols_h, lengths_h, False)[1](d_words)
+            # prediction keeps nothing for gradients: the training forward again, for a caller that asks
+            _fused_training(model, fused, symbols_h, lengths_h)[1](d_words)
 
     inverse = ops.asarray(inverse_h)
     tokens = words[inverse]  # shape: (n_tokens, width)
@@ -151,8 +153,27 @@ def _encode_words(
     return words, backprop
 
 
+def _fused_training(
+    model: Model, fused: ModuleType, symbols_h: numpy.ndarray, lengths_h: numpy.ndarray
+) -> Tuple[Floats2d, Callable[[Floats2d], None]]:
+    """The distinct words' vectors by char_cnn_numba's training loop, and
+    their backprop, which adds the gradients of E and of the convolution."""
+    conv = model.layers[0]
+    words, backprop_fused = fused.encode_words_for_training(
+        symbols_h, lengths_h, model.get_param("E"), conv.get_param("W"), conv.get_param("b")
+    )
+
+    def backprop(d_words: Floats2d) -> None:
+        dE, dW, db = backprop_fused(d_words)
+        model.inc_grad("E", dE)
+        conv.inc_grad("W", dW)
+        conv.inc_grad("b", db)
+
+    return words, backprop
+
+
 def _fused_encoder(ops) -> Optional[ModuleType]:
-    """char_cnn_numba where it can predict: NumpyOps, kernels not "torch", Numba set up."""
+    """char_cnn_numba where it can run: NumpyOps, kernels not "torch", Numba set up."""
     if not isinstance(ops, NumpyOps) or kernel_mode() == "torch":
         return None
     return _numba_module()

@@ -17,6 +17,8 @@ kernels on a GPU.
     auto    Triton kernels for CUDA tensors they cover, the Numba Viterbi
             for CPU tensors (where Numba is installed), torch otherwise
     torch   always the torch code, e.g. to rule the kernels out when debugging
+            (and Thinc's code for the character CNN, whose CPU loops
+            ml/char_cnn_numba.py runs in every other mode)
     triton  the Triton kernels wherever they can run: CUDA tensors, and CPU
             tensors when Triton's interpreter is on (TRITON_INTERPRET=1 before
             the kernels are first imported), which is how the tests run them
