@@ -114,6 +114,11 @@ def test_fused_training_equals_thincs_code(docs, monkeypatch, window, n_pieces):
     """Training on NumpyOps runs char_cnn_numba's loops: Thinc's outputs and
     gradients (SPACY_CRF_KERNELS=torch runs Thinc's code), and after a
     prediction (is_train=False) a caller that backpropagates gets them too."""
+    from spacy_crf.ml import char_cnn_numba
+
+    calls = []
+    real = char_cnn_numba.encode_words_for_training
+    monkeypatch.setattr(char_cnn_numba, "encode_words_for_training", lambda *a: calls.append(1) or real(*a))
     runs = []
     for kernels, is_train in (("torch", True), ("auto", True), ("auto", False)):
         monkeypatch.setenv("SPACY_CRF_KERNELS", kernels)
@@ -125,6 +130,7 @@ def test_fused_training_equals_thincs_code(docs, monkeypatch, window, n_pieces):
         dY = [numpy.random.default_rng(2).standard_normal(y.shape).astype("f") for y in Y]
         assert backprop(dY) == []
         runs.append((layer, numpy.concatenate(Y)))
+    assert len(calls) == 2  # the training forward, and the backprop after the prediction
     (thinc, Y_thinc), *fused = runs
     for layer, Y in fused:
         assert_allclose(Y, Y_thinc, rtol=1e-5, atol=1e-6)

@@ -11,8 +11,9 @@ Each distinct word (ORTH) of a batch is encoded once and copied to its
 tokens; the gradients of its tokens are summed back into it. A word's bytes
 are looked up once per process. Thinc's code runs on NumpyOps and on CupyOps;
 on NumpyOps char_cnn_numba.py's loops run instead (the same vectors and
-gradients to float rounding; prediction about 10x faster), unless
-SPACY_CRF_KERNELS=torch asks for the reference code or Numba cannot be set up.
+gradients to float rounding, much faster: docs/performance.md, "The character
+CNN"), unless SPACY_CRF_KERNELS=torch asks for the reference code or Numba
+cannot be set up.
 """
 import importlib.util
 import warnings

@@ -128,7 +128,9 @@ def _position_pieces(symbols, start, length, p, tables, bias, pieces):  # pragma
 @numba.njit(cache=True, nogil=True)
 def _encode(symbols, lengths, tables, bias, out):  # pragma: no cover - compiled
     """Each word's best of each filter over its pieces and positions into out.
-    A NaN piece never wins, as in Thinc's Maxout and reduce_max."""
+    A NaN piece never wins, in prediction as in training (Thinc's Maxout and
+    reduce_max start from the first piece and position, so a NaN there passes
+    on: the two differ only once the weights hold NaN)."""
     width = out.shape[1]
     n_pieces = tables.shape[2] // width
     pieces = numpy.empty(tables.shape[2], dtype=tables.dtype)
