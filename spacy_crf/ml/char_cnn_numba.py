@@ -41,7 +41,7 @@ def encode_words(
     b (ndarray): (width, nP) the Maxout's bias.
     RETURNS (ndarray): (n_words, width), in E's dtype.
     """
-    _, local, lengths, tables, bias = _setup(symbols, lengths, E, W, b)
+    _, local, lengths, _, _, tables, bias = _setup(symbols, lengths, E, W, b)
     out = numpy.empty((len(lengths), W.shape[0]), dtype=E.dtype)
     _encode(local, lengths, tables, bias, out)
     return out
@@ -57,7 +57,7 @@ def encode_words_for_training(
     """
     width, n_pieces, _ = W.shape
     n_embed = E.shape[1]
-    used, local, lengths, tables, bias = _setup(symbols, lengths, E, W, b)
+    used, local, lengths, E_used, by_offset, tables, bias = _setup(symbols, lengths, E, W, b)
     tables_shape = tables.shape
     out = numpy.empty((len(lengths), width), dtype=E.dtype)
     position = numpy.empty((len(lengths), width), dtype=numpy.int32)
@@ -69,10 +69,9 @@ def encode_words_for_training(
         d_tables = numpy.zeros(tables_shape, dtype=E.dtype)  # (n_offsets, n_used, nP * width)
         d_bias = numpy.zeros((n_pieces * width,), dtype=E.dtype)
         _scatter(numpy.ascontiguousarray(d_words, dtype=E.dtype), local, lengths, position, piece, d_tables, d_bias)
-        by_offset = _by_offset(W, n_embed)  # (n_offsets, nM, nP * width)
         dE = numpy.zeros_like(E)
         dE[used] = numpy.matmul(d_tables, by_offset.transpose(0, 2, 1)).sum(axis=0)
-        d_by_offset = numpy.matmul(E[used].T, d_tables)  # (n_offsets, nM, nP * width)
+        d_by_offset = numpy.matmul(E_used.T, d_tables)  # (n_offsets, nM, nP * width)
         n_offsets = d_by_offset.shape[0]
         dW = d_by_offset.reshape(n_offsets, n_embed, n_pieces, width).transpose(3, 2, 0, 1)
         dW = numpy.ascontiguousarray(dW.reshape(W.shape), dtype=W.dtype)
@@ -83,24 +82,24 @@ def encode_words_for_training(
 
 
 def _setup(symbols: numpy.ndarray, lengths: numpy.ndarray, E: numpy.ndarray, W: numpy.ndarray, b: numpy.ndarray):
-    """What the loops read: the distinct symbols of the batch (sorted), each
-    symbol as its index among them, the lengths (int64), the tables of those
-    symbols (n_offsets, n_used, nP * width) and the bias as a table row."""
-    used, local = numpy.unique(symbols, return_inverse=True)
-    local = numpy.ascontiguousarray(local.reshape(-1), dtype=numpy.int64)
-    lengths = numpy.ascontiguousarray(lengths, dtype=numpy.int64)
-    bias = numpy.ascontiguousarray(b.T.reshape(-1), dtype=E.dtype)
-    return used, local, lengths, tables_of(E[used], W), bias
-
-
-def tables_of(E: numpy.ndarray, W: numpy.ndarray) -> numpy.ndarray:
-    """(n_offsets, nV, nP * width): what each symbol at each offset adds to the pieces."""
-    width, n_pieces, n_in = W.shape
+    """What the loops (and the backprop) read: the distinct symbols of the
+    batch (sorted), each symbol as its index among them, the lengths (int64),
+    those symbols' embeddings, W by offset (n_offsets, nM, nP * width), their
+    tables (n_offsets, n_used, nP * width) and the bias as a table row."""
     n_embed = E.shape[1]
+    n_in = W.shape[2]
     n_offsets = n_in // n_embed
     if n_offsets * n_embed != n_in or n_offsets % 2 != 1:
         raise ValueError(f"W's input width {n_in} is not an odd number of embeddings of {n_embed}")
-    return numpy.ascontiguousarray(numpy.matmul(E, _by_offset(W, n_embed)), dtype=E.dtype)
+    used, local = numpy.unique(symbols, return_inverse=True)
+    local = numpy.ascontiguousarray(local.reshape(-1), dtype=numpy.int64)
+    lengths = numpy.ascontiguousarray(lengths, dtype=numpy.int64)
+    E_used = E[used]
+    by_offset = _by_offset(W, n_embed)
+    # tables[o, s, k * width + u]: piece k of filter u from symbol s at offset o - window
+    tables = numpy.ascontiguousarray(numpy.matmul(E_used, by_offset), dtype=E.dtype)
+    bias = numpy.ascontiguousarray(b.T.reshape(-1), dtype=E.dtype)
+    return used, local, lengths, E_used, by_offset, tables, bias
 
 
 def _by_offset(W: numpy.ndarray, n_embed: int) -> numpy.ndarray:
