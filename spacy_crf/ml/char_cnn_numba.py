@@ -22,7 +22,7 @@ The sums are the same terms in another order, so vectors and gradients equal
 Thinc's to float rounding (tests/test_char_cnn.py). The compiled code is
 cached on disk (`cache=True`), as numba_viterbi.py's is.
 """
-from typing import Callable, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 import numba
 import numpy
@@ -41,9 +41,9 @@ def encode_words(
     b (ndarray): (width, nP) the Maxout's bias.
     RETURNS (ndarray): (n_words, width), in E's dtype.
     """
-    _, local, lengths, _, _, tables, bias = _setup(symbols, lengths, E, W, b)
-    out = numpy.empty((len(lengths), W.shape[0]), dtype=E.dtype)
-    _encode(local, lengths, tables, bias, out)
+    batch = _setup(symbols, lengths, E, W, b)
+    out = numpy.empty((len(batch.lengths), W.shape[0]), dtype=E.dtype)
+    _encode(batch.local, batch.lengths, batch.tables, batch.bias, out)
     return out
 
 
@@ -57,13 +57,15 @@ def encode_words_for_training(
     """
     width, n_pieces, _ = W.shape
     n_embed = E.shape[1]
-    used, local, lengths, E_used, by_offset, tables, bias = _setup(symbols, lengths, E, W, b)
-    tables_shape = tables.shape
+    batch = _setup(symbols, lengths, E, W, b)
+    # the backprop keeps these, not the tables
+    used, local, lengths, E_used, by_offset = batch.used, batch.local, batch.lengths, batch.E_used, batch.by_offset
+    tables_shape = batch.tables.shape
     out = numpy.empty((len(lengths), width), dtype=E.dtype)
     position = numpy.empty((len(lengths), width), dtype=numpy.int32)
     piece = numpy.empty((len(lengths), width), dtype=numpy.int32)
-    _encode_with_winners(local, lengths, tables, bias, out, position, piece)
-    del tables
+    _encode_with_winners(local, lengths, batch.tables, batch.bias, out, position, piece)
+    del batch
 
     def backprop(d_words: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
         d_tables = numpy.zeros(tables_shape, dtype=E.dtype)  # (n_offsets, n_used, nP * width)
@@ -81,11 +83,22 @@ def encode_words_for_training(
     return out, backprop
 
 
-def _setup(symbols: numpy.ndarray, lengths: numpy.ndarray, E: numpy.ndarray, W: numpy.ndarray, b: numpy.ndarray):
-    """What the loops (and the backprop) read: the distinct symbols of the
-    batch (sorted), each symbol as its index among them, the lengths (int64),
-    those symbols' embeddings, W by offset (n_offsets, nM, nP * width), their
-    tables (n_offsets, n_used, nP * width) and the bias as a table row."""
+class _Batch(NamedTuple):
+    """What the loops (and the backprop) read of one batch."""
+
+    used: numpy.ndarray  # the distinct symbols of the batch, sorted
+    local: numpy.ndarray  # each symbol as its index among them (int64)
+    lengths: numpy.ndarray  # the words' lengths (int64)
+    E_used: numpy.ndarray  # (n_used, nM) those symbols' embeddings
+    by_offset: numpy.ndarray  # (n_offsets, nM, nP * width) W by offset
+    tables: numpy.ndarray  # (n_offsets, n_used, nP * width) E_used @ by_offset
+    bias: numpy.ndarray  # (nP * width,) the bias as a table row
+
+
+def _setup(
+    symbols: numpy.ndarray, lengths: numpy.ndarray, E: numpy.ndarray, W: numpy.ndarray, b: numpy.ndarray
+) -> _Batch:
+    """The batch's symbols, tables and bias as the loops read them."""
     n_embed = E.shape[1]
     n_in = W.shape[2]
     n_offsets = n_in // n_embed
@@ -99,7 +112,7 @@ def _setup(symbols: numpy.ndarray, lengths: numpy.ndarray, E: numpy.ndarray, W: 
     # tables[o, s, k * width + u]: piece k of filter u from symbol s at offset o - window
     tables = numpy.ascontiguousarray(numpy.matmul(E_used, by_offset), dtype=E.dtype)
     bias = numpy.ascontiguousarray(b.T.reshape(-1), dtype=E.dtype)
-    return used, local, lengths, E_used, by_offset, tables, bias
+    return _Batch(used, local, lengths, E_used, by_offset, tables, bias)
 
 
 def _by_offset(W: numpy.ndarray, n_embed: int) -> numpy.ndarray:
