@@ -10,7 +10,7 @@ import torch
 from torch.nn.utils.rnn import PackedSequence
 
 from spacy_crf.nn import BiLSTMCRF, PackedScores
-from spacy_crf.nn import bucketed_lstm, quantize
+from spacy_crf.nn import bucketed_lstm, crf, quantize
 from spacy_crf.nn.bucketed_lstm import bucketed_bilstm, buckets, runs_on
 from spacy_crf.nn.packed import packing_rows, pad_tokens, token_starts
 
@@ -83,6 +83,54 @@ def test_outputs_and_gradients_equal_the_packed_lstm(lengths, depth, dtype, tole
     wrt = [inputs, *lstm.parameters()]
     for a, b in zip(torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)):
         assert torch.allclose(a, b, atol=10 * tolerance, rtol=0)
+
+
+@pytest.mark.parametrize("lengths", LENGTHS)
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_head_gives_the_head_of_the_outputs(lengths, depth, bias):
+    """With a linear head (prediction), the head of the packed LSTM's outputs,
+    padded or unpadded inputs, with gradients to the inputs and every weight."""
+    torch.manual_seed(len(lengths) + depth)
+    lstm = torch.nn.LSTM(5, 4, num_layers=depth, bidirectional=True, batch_first=True).double()
+    head = torch.nn.Linear(8, 3, bias=bias).double()
+    lengths = torch.tensor(lengths)
+    T = int(lengths.max())
+    tokens = torch.randn(int(lengths.sum()), 5, dtype=torch.float64, requires_grad=True)
+    starts = token_starts(tokens, lengths)[1]
+    expected, rows = reference(lstm, pad_tokens(tokens, starts, lengths, T), lengths)
+    expected = head(expected)
+    wrt = [tokens, *lstm.parameters(), *head.parameters()]
+    weights = torch.randn_like(expected)
+    expected_grads = torch.autograd.grad((expected * weights).sum(), wrt)
+    for padded in (True, False):
+        tokens_in, starts = token_starts(tokens, lengths)
+        if padded:
+            ours = bucketed_bilstm(lstm, pad_tokens(tokens, starts, lengths, T), lengths, rows, head=head)
+        else:
+            ours = bucketed_bilstm(lstm, tokens_in, lengths, rows, starts, T, head=head)
+        assert ours.shape == expected.shape and torch.allclose(ours, expected, atol=1e-12, rtol=0)
+        for a, b in zip(expected_grads, torch.autograd.grad((ours * weights).sum(), wrt)):
+            assert torch.allclose(a, b, atol=1e-11, rtol=0)
+
+
+@pytest.mark.parametrize("emissions", ["full", "composed"])
+def test_prediction_scores_as_training_without_dropout(emissions):
+    """The network in eval mode (its emission layer applied bucket by bucket)
+    against train mode without dropout (applied to the whole outputs), float32
+    as predicted: the same emissions and the same Viterbi paths."""
+    torch.manual_seed(3)
+    parts = [[0], [1], [0, 2], [1, 2], []] if emissions == "composed" else None
+    network = BiLSTMCRF(6, 5, hidden_width=8, emissions=emissions, parts=parts)
+    lengths = torch.tensor([4, 0, 1, 7, 3, 7, 2])
+    tokens = torch.randn(int(lengths.sum()), 6)
+    with torch.no_grad():
+        network.train()
+        expected = network(tokens, lengths, packed=True)
+        network.eval()
+        ours = network(tokens, lengths, packed=True)
+    assert torch.allclose(ours.data, expected.data, atol=1e-5, rtol=0)
+    assert torch.equal(crf.viterbi_decode(ours.padded())[0], crf.viterbi_decode(expected.padded())[0])
 
 
 def test_every_bucket_cut_gives_the_same_outputs(monkeypatch):

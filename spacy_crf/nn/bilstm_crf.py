@@ -185,7 +185,14 @@ class BiLSTMCRF(nn.Module):
                 hidden = hidden.to(self.compute_dtype)
             if self.lstm_runs == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
                 # on the CPU: oneDNN's LSTM over length buckets, same outputs
-                output = bucketed_lstm.bucketed_bilstm(self.lstm, hidden, lengths.clamp(min=1), rows, starts, T)
+                head = self._bucket_head()
+                output = bucketed_lstm.bucketed_bilstm(
+                    self.lstm, hidden, lengths.clamp(min=1), rows, starts, T, head=head
+                )
+                if head is not None:
+                    emissions = output if head is self.emission else self.emission.compose(output)
+                    scores = PackedScores(emissions, rows, mask, transitions, start, end, classes)
+                    return scores if packed else scores.padded()
             else:
                 # one copy of the token index to the device, for gathering here and scattering in padded()
                 rows = rows._replace(flat=rows.flat.to(inputs.device))
@@ -200,6 +207,16 @@ class BiLSTMCRF(nn.Module):
             scores = PackedScores(self._emit(output), rows, mask, transitions, start, end, classes)
             return scores if packed else scores.padded()
         return CRFScores(emissions, mask, transitions, start, end, classes)
+
+    def _bucket_head(self) -> Optional[nn.Linear]:
+        """In prediction (no dropout, float32 or float64 weights), the emission
+        layer's linear part, for the bucketed LSTM to apply bucket by bucket;
+        None otherwise."""
+        if self.training or self.compute_dtype is not None:
+            return None
+        if isinstance(self.emission, ComposedEmission):
+            return self.emission.parts
+        return self.emission if type(self.emission) is nn.Linear else None
 
     def _emit(self, hidden: torch.Tensor) -> torch.Tensor:
         """The emission scores of the hidden states, float32."""

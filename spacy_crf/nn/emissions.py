@@ -46,7 +46,10 @@ class ComposedEmission(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """(..., width) hidden states -> (..., K) label scores."""
-        part_scores = self.parts(hidden)
+        return self.compose(self.parts(hidden))
+
+    def compose(self, part_scores: torch.Tensor) -> torch.Tensor:
+        """(..., P) part scores -> (..., K) label scores."""
         # one fused multiply-add (no second pass over the (N, K) scores for the bias)
         flat = torch.addmm(self.bias, part_scores.reshape(-1, part_scores.shape[-1]), self.composition)
         return flat.reshape(*part_scores.shape[:-1], flat.shape[-1])

@@ -113,36 +113,44 @@ def _finish(score, end, best, b, length):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best):  # pragma: no cover
+    # Each step's best scores are kept (alpha), not backpointers: going back,
+    # a step's best predecessor is found again as the first i with the best
+    # alpha[t - 1, i] + transitions[i, label], the same sums as going
+    # forward, so the same label as a kept pointer. Without the pointers the
+    # forward loop is a branch-free max over j that LLVM vectorizes (2 to 3
+    # times faster at K = 50 to 1,000, benchmarks/cpu_viterbi.py).
     B, T = paths.shape
     K = em.shape[1]
-    score = numpy.empty_like(start)
+    alpha = numpy.empty((T, K), dtype=start.dtype)
     candidate = numpy.empty_like(start)
-    pointer = numpy.zeros(K, numpy.int64)
-    back = numpy.zeros((T, K), numpy.int64)
     for b in range(B):
         length = max(lengths[b], 1)  # an empty row is decoded as one step, its score 0
         for j in range(K):
-            score[j] = start[j] + em[step_starts[0] + ranks[b], j]
+            alpha[0, j] = start[j] + em[step_starts[0] + ranks[b], j]
         for t in range(1, length):
             row = step_starts[t] + ranks[b]
             for j in range(K):
                 candidate[j] = -numpy.inf
-                pointer[j] = 0
             for i in range(K):
-                s = score[i]
+                s = alpha[t - 1, i]
                 for j in range(K):
                     v = s + transitions[i, j]
-                    if v > candidate[j]:
-                        candidate[j] = v
-                        pointer[j] = i
+                    c = candidate[j]
+                    candidate[j] = v if v > c else c
             for j in range(K):
-                score[j] = candidate[j] + em[row, j]
-                back[t, j] = pointer[j]
-        label = _finish(score, end, best, b, lengths[b])
+                alpha[t, j] = candidate[j] + em[row, j]
+        label = _finish(alpha[length - 1], end, best, b, lengths[b])
         for t in range(length - 1, T):
             paths[b, t] = label
         for t in range(length - 1, 0, -1):
-            label = back[t, label]
+            top = -numpy.inf
+            chosen = 0  # 0 where nothing compares (NaN), as a pointer never set
+            for i in range(K):
+                v = alpha[t - 1, i] + transitions[i, label]
+                if v > top:
+                    top = v
+                    chosen = i
+            label = chosen
             paths[b, t - 1] = label
 
 
