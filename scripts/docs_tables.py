@@ -815,6 +815,9 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "cpu-before-after-charcnn-tr": functools.partial(cpu_before_after, folder="speed/charcnn_tr"),
     "cpu-before-after-charcnn-hu": functools.partial(cpu_before_after, folder="speed/charcnn_hu"),
     "predict-stages-charcnn": functools.partial(predict_stages, folder="speed/charcnn_stages"),
+    # the emission layer per length bucket and the vectorized Viterbi, before and after (English, Turkish)
+    "cpu-before-after-predict-en": functools.partial(cpu_before_after, folder="speed/predict_fused"),
+    "cpu-before-after-predict-tr": functools.partial(cpu_before_after, folder="speed/predict_fused_tr"),
     "train-steps-charcnn": functools.partial(train_steps_before_after, folder="speed/charcnn_train"),
     "lstm-cpu": lstm_cpu,
     "train-steps-buckets": train_steps_before_after,
