@@ -115,7 +115,7 @@ def test_a_head_gives_the_head_of_the_outputs(lengths, depth, bias):
 
 
 @pytest.mark.parametrize("emissions", ["full", "composed"])
-def test_prediction_scores_as_training_without_dropout(emissions):
+def test_prediction_scores_as_training_without_dropout(emissions, monkeypatch):
     """The network in eval mode (its emission layer applied bucket by bucket)
     against train mode without dropout (applied to the whole outputs), float32
     as predicted: the same emissions and the same Viterbi paths."""
@@ -124,11 +124,21 @@ def test_prediction_scores_as_training_without_dropout(emissions):
     network = BiLSTMCRF(6, 5, hidden_width=8, emissions=emissions, parts=parts)
     lengths = torch.tensor([4, 0, 1, 7, 3, 7, 2])
     tokens = torch.randn(int(lengths.sum()), 6)
+    heads = []
+    run = bucketed_lstm.bucketed_bilstm
+
+    def spy(*args, head=None):
+        heads.append(head)
+        return run(*args, head=head)
+
+    monkeypatch.setattr(bucketed_lstm, "bucketed_bilstm", spy)
     with torch.no_grad():
         network.train()
         expected = network(tokens, lengths, packed=True)
         network.eval()
         ours = network(tokens, lengths, packed=True)
+    linear = network.emission.parts if emissions == "composed" else network.emission
+    assert heads[0] is None and heads[1] is linear  # train mode: whole outputs; eval: the head
     assert torch.allclose(ours.data, expected.data, atol=1e-5, rtol=0)
     assert torch.equal(crf.viterbi_decode(ours.padded())[0], crf.viterbi_decode(expected.padded())[0])
 

@@ -184,7 +184,9 @@ class BiLSTMCRF(nn.Module):
             if self.compute_dtype is not None:
                 hidden = hidden.to(self.compute_dtype)
             if self.lstm_runs == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
-                # on the CPU: oneDNN's LSTM over length buckets, same outputs
+                # on the CPU: oneDNN's LSTM over length buckets, same outputs (to
+                # float rounding); in prediction it returns the emission layer's
+                # linear part of them, and the emissions are finished here
                 head = self._bucket_head()
                 output = bucketed_lstm.bucketed_bilstm(
                     self.lstm, hidden, lengths.clamp(min=1), rows, starts, T, head=head
@@ -209,14 +211,14 @@ class BiLSTMCRF(nn.Module):
         return CRFScores(emissions, mask, transitions, start, end, classes)
 
     def _bucket_head(self) -> Optional[nn.Linear]:
-        """In prediction (no dropout, float32 or float64 weights), the emission
-        layer's linear part, for the bucketed LSTM to apply bucket by bucket;
-        None otherwise."""
+        """In prediction (no dropout, no bfloat16 copy), the emission layer's
+        linear part, for the bucketed LSTM to apply bucket by bucket; None
+        otherwise (also for a quantized layer, whose LSTM does not run
+        bucketed anyway)."""
         if self.training or self.compute_dtype is not None:
             return None
-        if isinstance(self.emission, ComposedEmission):
-            return self.emission.parts
-        return self.emission if type(self.emission) is nn.Linear else None
+        layer = self.emission.parts if isinstance(self.emission, ComposedEmission) else self.emission
+        return layer if type(layer) is nn.Linear else None
 
     def _emit(self, hidden: torch.Tensor) -> torch.Tensor:
         """The emission scores of the hidden states, float32."""

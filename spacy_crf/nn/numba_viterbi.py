@@ -6,8 +6,9 @@ over the (rows, K) scores plus a call's overhead; with ~1,000 labels
 (morphological bundles) that is most of decoding. Here each row runs its own
 loop, every step in one or two passes over K:
 
-- full transitions: max_i (score[i] + transitions[i, j]) for every j, with
-  the best i kept as the backpointer, O(K * K) a token;
+- full transitions: max_i (score[i] + transitions[i, j]) for every j, O(K * K)
+  a token; each step's scores are kept and the best i is found again going
+  back (no backpointers, so the pass is a branch-free max that vectorizes);
 - factored transitions (factored.py's form: a[i] + Q[class(i), class(j)] +
   offset[j]): the best score of each class's labels, the best move into each
   class, then each label's score, O(K + C * C) a token; going back, the
