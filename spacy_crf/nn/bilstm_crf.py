@@ -183,18 +183,15 @@ class BiLSTMCRF(nn.Module):
             rows = packing_rows(lengths.clamp(min=1), T)
             if self.compute_dtype is not None:
                 hidden = hidden.to(self.compute_dtype)
+            head = None
             if self.lstm_runs == "auto" and bucketed_lstm.runs_on(self.lstm, hidden):
                 # on the CPU: oneDNN's LSTM over length buckets, same outputs (to
                 # float rounding); in prediction it returns the emission layer's
-                # linear part of them, and the emissions are finished here
+                # linear part of them instead
                 head = self._bucket_head()
                 output = bucketed_lstm.bucketed_bilstm(
                     self.lstm, hidden, lengths.clamp(min=1), rows, starts, T, head=head
                 )
-                if head is not None:
-                    emissions = output if head is self.emission else self.emission.compose(output)
-                    scores = PackedScores(emissions, rows, mask, transitions, start, end, classes)
-                    return scores if packed else scores.padded()
             else:
                 # one copy of the token index to the device, for gathering here and scattering in padded()
                 rows = rows._replace(flat=rows.flat.to(inputs.device))
@@ -206,7 +203,11 @@ class BiLSTMCRF(nn.Module):
                     data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
                 )
                 output = self.lstm(packed_inputs)[0].data
-            scores = PackedScores(self._emit(output), rows, mask, transitions, start, end, classes)
+            if head is None:
+                emissions = self._emit(output)
+            else:  # the head's scores: the emissions, or the parts they are composed of
+                emissions = output if head is self.emission else self.emission.compose(output)
+            scores = PackedScores(emissions, rows, mask, transitions, start, end, classes)
             return scores if packed else scores.padded()
         return CRFScores(emissions, mask, transitions, start, end, classes)
 

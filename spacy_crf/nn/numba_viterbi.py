@@ -118,8 +118,9 @@ def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best)
     # a step's best predecessor is found again as the first i with the best
     # alpha[t - 1, i] + transitions[i, label], the same sums as going
     # forward, so the same label as a kept pointer. Without the pointers the
-    # forward loop is a branch-free max over j that LLVM vectorizes (2 to 3
-    # times faster at K = 50 to 1,000, benchmarks/cpu_viterbi.py).
+    # forward loop is a branch-free max over j that LLVM vectorizes also
+    # without AVX-512 (docs/performance.md, "The emission layer per bucket,
+    # and the vectorized Viterbi").
     B, T = paths.shape
     K = em.shape[1]
     alpha = numpy.empty((T, K), dtype=start.dtype)
