@@ -24,6 +24,9 @@ FULL_CASES = [
     (4, [2, 0, 3], 4),
     (5, [4, 5, 3, 2, 1], 3),
     (6, [0, 0], 2),
+    # eight predecessors a pass in the forward loop, and what is left over
+    (7, [3, 1, 0, 2], 9),
+    (8, [2, 3], 16),
 ]
 
 
@@ -74,8 +77,8 @@ def test_factored_viterbi_equals_brute_force_and_torch(seed, lengths, classes):
     assert torch.allclose(best, reference_best, atol=1e-12)
 
 
-@pytest.mark.parametrize("factor", [False, True])
-def test_float32_is_bit_for_bit_the_torch_code(factor):
+@pytest.mark.parametrize("factor,K", [(False, 40), (False, 13), (False, 50), (True, 60)])
+def test_float32_is_bit_for_bit_the_torch_code(factor, K):
     """Same float32 sums in the same order: the same paths and scores exactly."""
     gen = torch.Generator().manual_seed(11)
     if factor:
@@ -84,7 +87,7 @@ def test_float32_is_bit_for_bit_the_torch_code(factor):
         scores, _ = factored_batch(12, [30, 1, 0, 17, 29], classes, dtype=torch.float32)
         reference = factored.viterbi_decode(scores)
     else:
-        scores = full_batch(12, [30, 1, 0, 17, 29], 40, dtype=torch.float32)
+        scores = full_batch(12, [30, 1, 0, 17, 29], K, dtype=torch.float32)
         reference = crf.viterbi_decode(scores)
     paths, best = numba_viterbi.viterbi_decode(scores)
     assert best.dtype == torch.float32
@@ -92,12 +95,12 @@ def test_float32_is_bit_for_bit_the_torch_code(factor):
     assert torch.equal(best, reference[1])
 
 
-@pytest.mark.parametrize("factor", [False, True])
-def test_ties_pick_the_torch_codes_labels(factor):
+@pytest.mark.parametrize("factor,K", [(False, 6), (False, 11), (False, 16), (True, 6)])
+def test_ties_pick_the_torch_codes_labels(factor, K):
     """Integer scores make many paths tie: the first maximal label, as torch's argmax."""
     for seed in range(40):
         gen = torch.Generator().manual_seed(seed)
-        lengths, K = [5, 0, 1, 3], 6
+        lengths = [5, 0, 1, 3]
         emissions = torch.randint(-2, 3, (4, 5, K), generator=gen).float()
         mask = torch.arange(5) < torch.tensor(lengths)[:, None]
         start, end = torch.randint(-1, 2, (K,), generator=gen).float(), torch.zeros(K)
@@ -245,16 +248,35 @@ def test_factored_ties_by_rounding_go_back_as_the_torch_code():
         assert torch.equal(paths, reference[0]) and torch.equal(best, reference[1])
 
 
-@pytest.mark.parametrize("factor", [False, True])
+@pytest.mark.parametrize("factor,K", [(False, 3), (False, 10), (True, 3)])
 @pytest.mark.parametrize("bad", [float("nan"), float("-inf")])
-def test_non_finite_scores_give_labels_in_range(factor, bad):
+def test_non_finite_scores_give_labels_in_range(factor, K, bad):
     if factor:
         scores, _ = factored_batch(3, [3, 1, 5, 2], [0, 1, 1])
     else:
-        scores = full_batch(3, [3, 1, 5, 2], 3)
+        scores = full_batch(3, [3, 1, 5, 2], K)
     scores = scores._replace(emissions=torch.full_like(scores.emissions, bad))
     for paths, _ in (numba_viterbi.viterbi_decode(scores), numba_viterbi.viterbi_decode_packed(packed_from(scores))):
-        assert ((paths >= 0) & (paths < 3)).all()
+        assert ((paths >= 0) & (paths < K)).all()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_some_non_finite_scores_decode_as_the_torch_code_where_it_chooses_no_nan(bad):
+    """A few NaN or +inf emissions among finite ones (K = 10: the forward
+    loop's block of eight and the two left over): where torch's path has a
+    finite score, the same path and score."""
+    for seed in range(20):
+        scores = full_batch(seed, [4, 6, 1], 10)
+        gen = torch.Generator().manual_seed(100 + seed)
+        spoilt = torch.rand(scores.emissions.shape, generator=gen) < 0.03
+        scores = scores._replace(emissions=scores.emissions.masked_fill(spoilt, bad))
+        paths, best = numba_viterbi.viterbi_decode(scores)
+        assert ((paths >= 0) & (paths < 10)).all()
+        reference, reference_best = crf.viterbi_decode(scores)
+        for b in range(3):
+            if torch.isfinite(reference_best[b]):
+                assert torch.equal(paths[b], reference[b]), seed
+                assert torch.equal(best[b], reference_best[b]), seed
 
 
 @pytest.mark.parametrize("factor", [False, True])
