@@ -252,20 +252,26 @@ def large_labels(root: Path, name: str = "large_labels.json") -> Optional[str]:
     return head + "\n\n" + large_labels_table(record["rows"])
 
 
-def large_labels_numba(root: Path) -> Optional[str]:
-    """metrics/speed/large_labels_numba_baseline.json (`--kernels torch`) and
-    large_labels_numba.json (the code the pipeline runs: Numba's Viterbi), one
-    table each, measured one after the other."""
-    speed = root / "metrics" / "speed"
-    runs = [load(speed / name) for name in ("large_labels_numba_baseline.json", "large_labels_numba.json")]
+def large_labels_numba(
+    root: Path,
+    folder: str = "speed",
+    files: Tuple[str, str] = ("large_labels_numba_baseline.json", "large_labels_numba.json"),
+    titles: Tuple[str, str] = (
+        "torch's code (`--kernels torch`)", "The code the pipeline runs (`--kernels auto`: Numba's Viterbi)"),
+) -> Optional[str]:
+    """metrics/FOLDER/FILES: two `benchmarks.large_labels` runs measured one
+    after the other (by default torch's code, `--kernels torch`, and the code
+    the pipeline runs, Numba's Viterbi), one table each under its title."""
+    speed = root / "metrics" / folder
+    runs = [load(speed / name) for name in files]
     if any(run is None for run in runs):
         return None
     first = runs[0]
     head = (f"{environment_line(*runs)} {first['batch']} sequences of up to {first['length']} tokens, "
             f"{first['threads']} thread(s), medians of {first['repeats']}; each cell: time, and the peak memory "
             "the operation added to a fresh process (with Numba, that includes loading Numba and its compiled code).")
-    return (head + "\n\ntorch's code (`--kernels torch`):\n\n" + large_labels_table(runs[0]["rows"])
-            + "\n\nThe code the pipeline runs (`--kernels auto`: Numba's Viterbi):\n\n" + large_labels_table(runs[1]["rows"]))
+    return (head + f"\n\n{titles[0]}:\n\n" + large_labels_table(runs[0]["rows"])
+            + f"\n\n{titles[1]}:\n\n" + large_labels_table(runs[1]["rows"]))
 
 
 def large_labels_gpu(root: Path) -> Optional[str]:
@@ -776,6 +782,10 @@ def probability_overhead(root: Path) -> Optional[str]:
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
     "large-labels-numba": large_labels_numba,
+    "large-labels-viterbi-unroll": functools.partial(
+        large_labels_numba, folder="speed/viterbi_unroll",
+        files=("large_labels_before.json", "large_labels_after.json"),
+        titles=("The code before (58d023b)", "This code")),
     "time-to-accuracy": time_to_accuracy,
     "schedule-seeds": schedule_seeds,
     "quantize": quantize,
@@ -818,6 +828,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # the emission layer per length bucket and the vectorized Viterbi, before and after (English, Turkish)
     "cpu-before-after-predict-en": functools.partial(cpu_before_after, folder="speed/predict_fused"),
     "cpu-before-after-predict-tr": functools.partial(cpu_before_after, folder="speed/predict_fused_tr"),
+    "cpu-before-after-viterbi-unroll": functools.partial(cpu_before_after, folder="speed/viterbi_unroll"),
     "train-steps-charcnn": functools.partial(train_steps_before_after, folder="speed/charcnn_train"),
     "lstm-cpu": lstm_cpu,
     "train-steps-buckets": train_steps_before_after,
