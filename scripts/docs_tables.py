@@ -55,6 +55,27 @@ def load(path: Path) -> Optional[dict]:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def raw_text(root: Path, runs: Tuple[Tuple[str, str], ...] = ()) -> Optional[str]:
+    """`scripts.raw_text` records (metrics/analysis/FILE), one row each under
+    its name: the score on gold sentences, gold words in whole docs, raw
+    text, raw text by sentence, and the losses from gold sentences."""
+    records = [(name, load(root / "metrics" / "analysis" / file)) for name, file in runs]
+    if not records or any(record is None for _, record in records):
+        return None
+    lines = [
+        "| pipeline | gold sentences | gold words, whole docs | raw text | raw text by sentence (sentencizer) "
+        "| loss, gold to raw | loss, gold to raw by sentence |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, record in records:
+        scores = [record[key] for key in ("gold_sentences", "gold_docs", "raw", "raw_by_sentence")]
+        attr = next(iter(scores[0]))
+        gold, docs, raw, by_sentence = (score[attr] for score in scores)
+        lines.append(f"| {name} | {gold:.2f} | {docs:.2f} | {raw:.2f} | {by_sentence:.2f} "
+                     f"| {gold - raw:.2f} | {gold - by_sentence:.2f} |")
+    return "\n".join(lines)
+
+
 def results(root: Path) -> Optional[str]:
     """The results command's table (scripts.results_table)."""
     metrics = root / "metrics"
@@ -782,6 +803,10 @@ def probability_overhead(root: Path) -> Optional[str]:
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
     "large-labels-numba": large_labels_numba,
+    "raw-text-xpos-shipped": functools.partial(raw_text, runs=(
+        ("crf_tagger `cpu.cfg`, `by_sentence = true`", "raw_text_cpu_5000.json"),
+        ("crf_tagger `cpu.cfg`, `by_sentence = false`", "raw_text_cpu_5000_whole.json"),
+        ("spaCy tagger `baseline.cfg`", "raw_text_baseline_5000.json"))),
     "large-labels-viterbi-unroll": functools.partial(
         large_labels_numba, folder="speed/viterbi_unroll",
         files=("large_labels_before.json", "large_labels_after.json"),
