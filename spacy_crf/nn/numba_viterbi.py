@@ -8,7 +8,8 @@ loop, every step in one or two passes over K:
 
 - full transitions: max_i (score[i] + transitions[i, j]) for every j, O(K * K)
   a token; each step's scores are kept and the best i is found again going
-  back (no backpointers, so the pass is a branch-free max that vectorizes);
+  back (no backpointers, so the pass is a branch-free max that vectorizes),
+  eight predecessors i a pass over j;
 - factored transitions (factored.py's form: a[i] + Q[class(i), class(j)] +
   offset[j]): the best score of each class's labels, the best move into each
   class, then each label's score, O(K + C * C) a token; going back, the
@@ -134,9 +135,10 @@ def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best)
             row = step_starts[t] + ranks[b]
             for j in range(K):
                 candidate[j] = -numpy.inf
-            # eight predecessors a pass over j, folded in label order: the
-            # running max stays in a register for eight of them instead of a
-            # load and a store each (5 to 10x faster at K = 17 to 395)
+            # eight predecessors a pass over j, folded in label order (the
+            # same max as one at a time): the running max stays in a register
+            # for eight of them instead of a load and a store each
+            # (docs/performance.md, "Eight predecessors a pass")
             for i in range(0, K8, 8):
                 s0, s1, s2, s3 = alpha[t - 1, i], alpha[t - 1, i + 1], alpha[t - 1, i + 2], alpha[t - 1, i + 3]
                 s4, s5, s6, s7 = alpha[t - 1, i + 4], alpha[t - 1, i + 5], alpha[t - 1, i + 6], alpha[t - 1, i + 7]
