@@ -119,9 +119,7 @@ def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best)
     # a step's best predecessor is found again as the first i with the best
     # alpha[t - 1, i] + transitions[i, label], the same sums as going
     # forward, so the same label as a kept pointer. Without the pointers the
-    # forward loop is a branch-free max over j that LLVM vectorizes also
-    # without AVX-512 (docs/performance.md, "The emission layer per bucket,
-    # and the vectorized Viterbi").
+    # forward loop is a branch-free max over j that LLVM vectorizes.
     B, T = paths.shape
     K = em.shape[1]
     K8 = K - K % 8
@@ -137,29 +135,15 @@ def _full(em, step_starts, ranks, lengths, transitions, start, end, paths, best)
                 candidate[j] = -numpy.inf
             # eight predecessors a pass over j, folded in label order (the
             # same max as one at a time): the running max stays in a register
-            # for eight of them instead of a load and a store each
-            # (docs/performance.md, "Eight predecessors a pass")
+            # for eight of them instead of a load and a store each (LLVM
+            # unrolls the loop over k; docs/performance.md, "Eight
+            # predecessors a pass")
             for i in range(0, K8, 8):
-                s0, s1, s2, s3 = alpha[t - 1, i], alpha[t - 1, i + 1], alpha[t - 1, i + 2], alpha[t - 1, i + 3]
-                s4, s5, s6, s7 = alpha[t - 1, i + 4], alpha[t - 1, i + 5], alpha[t - 1, i + 6], alpha[t - 1, i + 7]
                 for j in range(K):
                     c = candidate[j]
-                    v = s0 + transitions[i, j]
-                    c = v if v > c else c
-                    v = s1 + transitions[i + 1, j]
-                    c = v if v > c else c
-                    v = s2 + transitions[i + 2, j]
-                    c = v if v > c else c
-                    v = s3 + transitions[i + 3, j]
-                    c = v if v > c else c
-                    v = s4 + transitions[i + 4, j]
-                    c = v if v > c else c
-                    v = s5 + transitions[i + 5, j]
-                    c = v if v > c else c
-                    v = s6 + transitions[i + 6, j]
-                    c = v if v > c else c
-                    v = s7 + transitions[i + 7, j]
-                    c = v if v > c else c
+                    for k in range(8):
+                        v = alpha[t - 1, i + k] + transitions[i + k, j]
+                        c = v if v > c else c
                     candidate[j] = c
             for i in range(K8, K):
                 s = alpha[t - 1, i]
