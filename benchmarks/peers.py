@@ -416,7 +416,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         inference = time_inference(tagger, dev, args)
         if abs(inference["dev_accuracy"] - trained["dev_accuracy"]) > 1e-3:
             raise ValueError(PeerErrors.E206.format(now=inference["dev_accuracy"], then=trained["dev_accuracy"]))
-        result = {**trained, **inference, "retimed": True, "environment": environment()}
+        # the training run's settings, with the timing's own repeats
+        settings = {**trained["settings"], "repeats": args.repeats, "predict_batch_size": args.batch_size}
+        result = {**trained, **inference, "settings": settings, "retimed": True, "environment": environment()}
         write_json(result, args.output)
         print(f"flair (retimed): predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
               f"dev accuracy {result['dev_accuracy']:.2f}")

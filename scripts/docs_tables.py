@@ -652,9 +652,11 @@ def training_unit(compare: Dict) -> str:
     return ", ".join(sorted(units))
 
 
-def peers(root: Path, folder: str = "speed") -> Optional[str]:
+def peers(root: Path, folder: str = "speed", rounds: bool = False) -> Optional[str]:
     """metrics/FOLDER/flair.json (`python -m benchmarks.peers ...`), with the
-    training words/s of metrics/FOLDER/pipeline_compare.json."""
+    training words/s of metrics/FOLDER/pipeline_compare.json; `rounds` adds
+    the median and range of each round's ratio to Flair (the systems take
+    turns, so a round's ratio is measured side by side)."""
     flair = load(root / "metrics" / folder / "flair.json")
     if flair is None:
         return None
@@ -662,18 +664,25 @@ def peers(root: Path, folder: str = "speed") -> Optional[str]:
     trained = {"flair": flair["train_words_per_second"], **compare.get("train_words_per_second", {})}
     unit = training_unit(compare)
     names = {"crf_tagger": "crf_tagger", "crf_tagger_int8": "crf_tagger, quantize int8",
-             "crf_tagger_bf16": "crf_tagger, quantize bf16", "spacy_tagger": "spaCy tagger", "flair": "Flair"}
+             "crf_tagger_bf16": "crf_tagger, quantize bf16", "spacy_tagger": "spaCy tagger", "flair": "Flair",
+             "crf_tagger_fast": "crf_tagger `cpu_fast.cfg`",
+             "crf_tagger_fast_int8": "crf_tagger `cpu_fast.cfg`, quantize int8"}
     sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
                                                     "dev_accuracy": flair["dev_accuracy"]}}
     base = sides["flair"]
-    lines = ["| system | dev accuracy | inference words/s | vs Flair | training words/s | vs Flair |",
-             "|---|---|---|---|---|---|"]
+    per_round = "| inference vs Flair, per round: median (range) " if rounds else ""
+    lines = [f"| system | dev accuracy | inference words/s | vs Flair {per_round}| training words/s | vs Flair |",
+             "|---|---|---|---|---|---|" + ("---|" if rounds else "")]
     for name, side in sides.items():
         label = names.get(name, name)
         train = trained.get(label) if name != "flair" else trained["flair"]
         train_cells = (f"{train:,.0f} | {train / trained['flair']:.1f}x" if train else "- | -")
+        round_cell = ""
+        if rounds:
+            ratios = sorted(ours / theirs for ours, theirs in zip(side["runs"], base["runs"]))
+            round_cell = f"| {statistics.median(ratios):.1f}x ({ratios[0]:.1f}x-{ratios[-1]:.1f}x) "
         lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
-                     f"| {side['words_per_second'] / base['words_per_second']:.1f}x | {train_cells} |")
+                     f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |")
     s = flair["settings"]
     head = (f"{environment_line(flair)} {flair['settings_text']}; {flair['epochs_done']} epoch{'s' if flair['epochs_done'] != 1 else ''} "
             f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
@@ -830,6 +839,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "peers-numba": functools.partial(peers, folder="speed/numba"),
     "embedding": embedding,
     "peers": peers,
+    "peers-fast": functools.partial(peers, folder="speed/fast", rounds=True),
+    "peers-fast-retime": functools.partial(peers, folder="speed/fast_retime15", rounds=True),
     "entity-probabilities": entity_probabilities,
     "entity-probabilities-crossfit": functools.partial(entity_probabilities, prefix="crossfit_"),
     # the project's entity-probabilities-folds: three fold models, each measured on its held-out train fold

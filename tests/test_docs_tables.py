@@ -152,6 +152,25 @@ def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
     assert "(`nlp.update`)." in peers(tmp_path) and "Training:" not in pipeline_compare(tmp_path)
 
 
+def test_peers_table_gives_each_rounds_ratio(tmp_path):
+    """`rounds`: the median and range of the ratios of the runs taken in turn,
+    which can differ from the ratio of the medians."""
+    from scripts.docs_tables import peers
+
+    side = {"flair": {"words_per_second": 100.0, "runs": [100.0, 50.0, 200.0], "dev_accuracy": 75.4},
+            "crf_tagger_fast": {"words_per_second": 1000.0, "runs": [1000.0, 900.0, 1100.0], "dev_accuracy": 94.4}}
+    write(tmp_path / "metrics" / "speed" / "fast" / "flair.json", {
+        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
+        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 3}, "settings_text": "Flair 0.15.1",
+        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    table = peers(tmp_path, folder="speed/fast", rounds=True)
+    assert "| inference vs Flair, per round: median (range) |" in table
+    # rounds 10x, 18x and 5.5x: median 10x; the ratio of the medians is also 10x
+    assert "| crf_tagger `cpu_fast.cfg` | 94.40 | 1,000 | 10.0x | 10.0x (5.5x-18.0x) | - | - |" in table
+    assert "| Flair | 75.40 | 100 | 1.0x | 1.0x (1.0x-1.0x) | 800 | 1.0x |" in table
+    assert "per round" not in peers(tmp_path, folder="speed/fast")
+
+
 
 def test_embedding_table(tmp_path):
     (tmp_path / "docs").mkdir()
