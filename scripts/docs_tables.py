@@ -839,6 +839,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "peers-numba": functools.partial(peers, folder="speed/numba"),
     "embedding": embedding,
     "peers": peers,
+    "quantize-morph-amd": functools.partial(quantize, folder="speed/amd_morph"),
     "peers-fast": functools.partial(peers, folder="speed/fast", rounds=True),
     "peers-fast-retime": functools.partial(peers, folder="speed/fast_retime15", rounds=True),
     "entity-probabilities": entity_probabilities,
