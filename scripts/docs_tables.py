@@ -678,9 +678,11 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False) -> Optional[s
         train = trained.get(label) if name != "flair" else trained["flair"]
         train_cells = (f"{train:,.0f} | {train / trained['flair']:.1f}x" if train else "- | -")
         round_cell = ""
-        if rounds:
-            ratios = sorted(ours / theirs for ours, theirs in zip(side["runs"], base["runs"]))
+        if rounds and side.get("runs") and base.get("runs"):
+            ratios = sorted(ours / theirs for ours, theirs in zip(side["runs"], base["runs"], strict=True))
             round_cell = f"| {statistics.median(ratios):.1f}x ({ratios[0]:.1f}x-{ratios[-1]:.1f}x) "
+        elif rounds:
+            round_cell = "| - "
         lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
                      f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |")
     s = flair["settings"]

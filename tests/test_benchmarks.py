@@ -250,12 +250,12 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     assert sides["crf"]["dev_accuracy"] == 100.0 and sides["flair"]["dev_accuracy"] == result["dev_accuracy"]
     assert sides["crf_int8"]["dev_accuracy"] == 100.0
     # --retime: the saved tagger timed again, the training figures kept
-    run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--repeats", 3, "--retime",
+    run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--repeats", 3, "--retime", "--batch-size", 2,
         "--workdir", tmp_path / "work", "--output", output, "--spacy-model", f"crf={tmp_path / 'crf'}")
     retimed = json.loads(output.read_text())
     assert retimed["retimed"] is True and len(retimed["inference_runs"]) == 3
     # the settings say how this timing ran, and still what was trained
-    assert retimed["settings"] == {**result["settings"], "repeats": 3}
+    assert retimed["settings"] == {**result["settings"], "repeats": 3, "predict_batch_size": 2}
     assert set(retimed["side_by_side"]) == {"flair", "crf"} and retimed["dev_accuracy"] == result["dev_accuracy"]
     assert {k: retimed[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")} == {
         k: result[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")}
