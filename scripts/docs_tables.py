@@ -11,6 +11,7 @@ without wiping what was measured elsewhere. Every table opens with the hardware
 and versions its outputs recorded. --check exits 1 if a file would change.
 """
 import argparse
+import collections
 import functools
 import io
 import json
@@ -248,6 +249,30 @@ def accuracy_by_frequency(root: Path) -> Optional[str]:
         top = ", ".join(f"{pair} ({n})" for pair, n in r["confusions"].items())
         lines += ["", f"Most frequent confusions (gold -> predicted): {top}.", ""]
     return "\n".join(lines).strip()
+
+
+def morph_errors(root: Path, features: int = 9) -> Optional[str]:
+    """metrics/analysis/morph_errors_NAME.json: `python -m scripts.morph_errors ... --output FILE`,
+    a row each, with the errors of the features most often wrong over all of them."""
+    records = [load(path) for path in sorted((root / "metrics" / "analysis").glob("morph_errors_*.json"))]
+    records = [r for r in records if r]
+    if not records:
+        return None
+    totals: collections.Counter = collections.Counter()
+    for r in records:
+        totals.update(r["per_feature"])
+    names = [name for name, _ in totals.most_common(features)]
+    lines = ["| model | FEATS | FEATS errors | with a UPOS error | with a tag error | FEATS-only | "
+             + " | ".join(names) + " |", "|---|---|---|---|---|---|" + "---|" * len(names)]
+    for r in records:
+        with_tag = "-" if r["with_tag_error"] is None else f"{r['with_tag_error']:,}"
+        lines.append(f"| `{r['model']}` | {r['feats_accuracy']:.2f} | {r['feats_errors']:,} | {r['with_pos_error']:,} "
+                     f"| {with_tag} | {r['feats_only']:,} | "
+                     + " | ".join(f"{r['per_feature'].get(name, 0):,}" for name in names) + " |")
+    only = "; ".join(f"`{r['model']}`: " + ", ".join(f"{error} ({n})" for error, n in r["feats_only_errors"].items())
+                     for r in records)
+    return ("\n".join(lines) + "\n\nFEATS-only: the FEATS are wrong, the UPOS and the tag right (the UPOS alone "
+            f"for a model without tags). The most frequent of them, by word: {only}.")
 
 
 def decoding(root: Path) -> Optional[str]:
@@ -883,6 +908,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "udpipe": udpipe,
     "paired-tests": paired_tests,
     "accuracy-by-frequency": accuracy_by_frequency,
+    "morph-errors": morph_errors,
     "decoding": decoding,
     "results": results,
     "pipeline-speed": pipeline_speed,

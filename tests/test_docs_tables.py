@@ -371,3 +371,23 @@ def test_udpipe_table(tmp_path):
     table = udpipe(tmp_path)
     assert "Some CPU (2 logical CPUs)" in table
     assert "| tr_x | UDPipe 1.4.0 tagger | UDPipe's defaults | 90.25 | 86.03 | 84.10 | 82.78 | 3.9 min | 15,359 |" in table
+
+
+def test_morph_errors_table(tmp_path):
+    from scripts.docs_tables import morph_errors
+
+    assert morph_errors(tmp_path) is None
+    common = {"dev": "dev.spacy", "tokens": 100, "feats_only_errors": {"it: Case=Nom -> Case=Acc": 2}}
+    write(tmp_path / "metrics" / "analysis" / "morph_errors_a.json", {
+        **common, "model": "a", "feats_accuracy": 95.0, "feats_errors": 5, "with_pos_error": 2, "with_tag_error": 3,
+        "feats_only": 2, "per_feature": {"Number": 3, "Case": 2}})
+    write(tmp_path / "metrics" / "analysis" / "morph_errors_b.json", {
+        **common, "model": "b", "feats_accuracy": 94.0, "feats_errors": 6, "with_pos_error": 1, "with_tag_error": None,
+        "feats_only": 5, "per_feature": {"Number": 1, "Typo": 4}})
+    table = morph_errors(tmp_path, features=2).splitlines()
+    # the features most often wrong over both records (Number 4, Typo 4), a row each
+    assert table[0] == ("| model | FEATS | FEATS errors | with a UPOS error | with a tag error | FEATS-only "
+                        "| Number | Typo |")
+    assert table[2] == "| `a` | 95.00 | 5 | 2 | 3 | 2 | 3 | 0 |"
+    assert table[3] == "| `b` | 94.00 | 6 | 1 | - | 5 | 1 | 4 |"  # no tags predicted: "-"
+    assert "`a`: it: Case=Nom -> Case=Acc (2); `b`: it: Case=Nom -> Case=Acc (2)." in table[-1]

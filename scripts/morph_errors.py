@@ -1,0 +1,98 @@
+"""Where a morphological tagger's FEATS errors are: per feature, beside tag errors, by word.
+
+    python -m scripts.morph_errors training/morph/en_ewt/cpu_morph/model-best \
+        corpus/en_ewt-ud-dev.spacy [--top 10] [--output OUT.json]
+
+Tags the dev sentences on their gold tokens (as `spacy evaluate --gold-preproc`
+does) and prints, as JSON, for the tokens whose gold FEATS are known (the
+tokens `morph_acc` counts, "_" included): how many have the whole feature set
+wrong, how many of those also have a wrong UPOS or a wrong tag (where the model
+predicts tags), the errors of each feature (a feature is wrong where the gold
+and predicted values differ, one of them absent included), and the most
+frequent errors that come with a right UPOS and tag (a right UPOS where the
+model predicts no tags), by lowercased word and the features that differ
+("it: Case=Nom -> Case=Acc").
+"""
+import argparse
+import collections
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional
+
+import spacy
+from spacy.tokens import Doc, Token
+
+from .common import gold_sentences, print_and_write, tag_gold_tokens
+
+
+def _features(token: Token) -> Dict[str, str]:
+    return token.morph.to_dict()
+
+
+def _differing(gold: Dict[str, str], predicted: Dict[str, str]) -> List[str]:
+    return sorted(name for name in set(gold) | set(predicted) if gold.get(name) != predicted.get(name))
+
+
+def _show(features: Dict[str, str], names: List[str]) -> str:
+    return "|".join(f"{name}={features[name]}" for name in names if name in features) or "_"
+
+
+def feats_errors(gold_docs: Iterable[Doc], docs: Iterable[Doc], top: int = 10) -> dict:
+    """The FEATS errors of docs against gold_docs (the same tokens, in order).
+
+    gold_docs (Iterable[Doc]): the gold annotation; tokens without it are left out.
+    docs (Iterable[Doc]): the predictions.
+    top (int): how many FEATS-only errors to list.
+    RETURNS (dict): tokens, feats_errors, with_pos_error, with_tag_error (None
+        where no token has a predicted tag), feats_only, per_feature and
+        feats_only_errors.
+    """
+    tokens = wrong = with_pos = with_tag = 0
+    predicts_tags = False
+    per_feature: collections.Counter = collections.Counter()
+    feats_only: collections.Counter = collections.Counter()
+    for gold_doc, doc in zip(gold_docs, docs):
+        if len(gold_doc) != len(doc):
+            raise ValueError(f"a predicted doc has {len(doc)} tokens where its gold doc has {len(gold_doc)}")
+        for g, p in zip(gold_doc, doc):
+            if not g.has_morph():
+                continue
+            tokens += 1
+            predicts_tags = predicts_tags or bool(p.tag_)
+            gold, predicted = _features(g), _features(p)
+            names = _differing(gold, predicted)
+            if not names:
+                continue
+            wrong += 1
+            per_feature.update(names)
+            pos_wrong = bool(g.pos_) and g.pos_ != p.pos_
+            tag_wrong = bool(g.tag_) and bool(p.tag_) and g.tag_ != p.tag_
+            with_pos += pos_wrong
+            with_tag += tag_wrong
+            if not pos_wrong and not tag_wrong:
+                feats_only[f"{g.text.lower()}: {_show(gold, names)} -> {_show(predicted, names)}"] += 1
+    return {
+        "tokens": tokens,
+        "feats_accuracy": round(100 * (tokens - wrong) / max(tokens, 1), 2),
+        "feats_errors": wrong,
+        "with_pos_error": with_pos,
+        "with_tag_error": with_tag if predicts_tags else None,
+        "feats_only": sum(feats_only.values()),
+        "per_feature": dict(per_feature.most_common()),
+        "feats_only_errors": dict(feats_only.most_common(top)),
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("dev")
+    parser.add_argument("--top", type=int, default=10, help="FEATS-only errors to list")
+    parser.add_argument("--output", type=Path, help="also write the result as JSON")
+    args = parser.parse_args(argv)
+    gold = gold_sentences(args.dev, spacy.blank("en").vocab)
+    record = {"model": args.model, "dev": args.dev, **feats_errors(gold, tag_gold_tokens(args.model, gold), args.top)}
+    print_and_write(record, args.output)
+
+
+if __name__ == "__main__":
+    main()
