@@ -5,13 +5,16 @@
 
 Tags the dev sentences on their gold tokens (as `spacy evaluate --gold-preproc`
 does) and prints, as JSON, for the tokens whose gold FEATS are known (the
-tokens `morph_acc` counts, "_" included): how many have the whole feature set
-wrong, how many of those also have a wrong UPOS or a wrong tag (where the model
-predicts tags), the errors of each feature (a feature is wrong where the gold
-and predicted values differ, one of them absent included), and the most
-frequent errors that come with a right UPOS and tag (a right UPOS where the
-model predicts no tags), by lowercased word and the features that differ
-("it: Case=Nom -> Case=Acc").
+tokens `morph_acc` counts, "_" included):
+
+- how many have the whole feature set wrong (a token the model left without
+  features is wrong), and how many of those also have a wrong UPOS, or a wrong
+  tag where the model predicts tags;
+- each feature's errors: tokens where the gold and predicted values differ,
+  one of them absent included (a token counts once for each wrong feature);
+- the most frequent errors left with a right UPOS and tag (a right UPOS for a
+  model without tags), by lowercased word and the features that differ
+  ("it: Case=Nom -> Case=Acc").
 """
 import argparse
 import collections
@@ -19,13 +22,9 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
 import spacy
-from spacy.tokens import Doc, Token
+from spacy.tokens import Doc
 
 from .common import gold_sentences, print_and_write, tag_gold_tokens
-
-
-def _features(token: Token) -> Dict[str, str]:
-    return token.morph.to_dict()
 
 
 def _differing(gold: Dict[str, str], predicted: Dict[str, str]) -> List[str]:
@@ -46,8 +45,9 @@ def feats_errors(gold_docs: Iterable[Doc], docs: Iterable[Doc], top: int = 10) -
         where no token has a predicted tag), feats_only, per_feature and
         feats_only_errors.
     """
+    gold_docs, docs = list(gold_docs), list(docs)
+    predicts_tags = any(token.tag_ for doc in docs for token in doc)
     tokens = wrong = with_pos = with_tag = 0
-    predicts_tags = False
     per_feature: collections.Counter = collections.Counter()
     feats_only: collections.Counter = collections.Counter()
     for gold_doc, doc in zip(gold_docs, docs):
@@ -57,19 +57,19 @@ def feats_errors(gold_docs: Iterable[Doc], docs: Iterable[Doc], top: int = 10) -
             if not g.has_morph():
                 continue
             tokens += 1
-            predicts_tags = predicts_tags or bool(p.tag_)
-            gold, predicted = _features(g), _features(p)
+            gold, predicted = g.morph.to_dict(), p.morph.to_dict()
             names = _differing(gold, predicted)
-            if not names:
+            if not names and p.has_morph():
                 continue
             wrong += 1
             per_feature.update(names)
             pos_wrong = bool(g.pos_) and g.pos_ != p.pos_
-            tag_wrong = bool(g.tag_) and bool(p.tag_) and g.tag_ != p.tag_
+            tag_wrong = predicts_tags and bool(g.tag_) and g.tag_ != p.tag_
             with_pos += pos_wrong
             with_tag += tag_wrong
             if not pos_wrong and not tag_wrong:
-                feats_only[f"{g.text.lower()}: {_show(gold, names)} -> {_show(predicted, names)}"] += 1
+                shown = _show(predicted, names) if p.has_morph() else "(none)"
+                feats_only[f"{g.text.lower()}: {_show(gold, names)} -> {shown}"] += 1
     return {
         "tokens": tokens,
         "feats_accuracy": round(100 * (tokens - wrong) / max(tokens, 1), 2),

@@ -207,24 +207,32 @@ def test_morph_errors_counts_each_feature_and_the_errors_a_right_tag_leaves():
     from scripts.morph_errors import feats_errors
 
     vocab = spacy.blank("en").vocab
-    words = ["it", "runs", "who", "x", "cats"]
-    gold = [Doc(vocab, words=words, tags=["PRP", "VBZ", "WP", "XX", "NNS"], pos=["PRON", "VERB", "PRON", "X", "NOUN"],
-                morphs=["Case=Acc|Number=Sing", "Number=Sing|Tense=Pres", "PronType=Rel", "", "Number=Plur"])]
+    words = ["it", "runs", "who", "x", "cats", "capt.", "so", "the"]
+    gold = [Doc(vocab, words=words, tags=["PRP", "VBZ", "WP", "XX", "NNS", "NNP", "RB", "DT"],
+                pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "ADV", "DET"],
+                morphs=["Case=Acc|Number=Sing", "Number=Sing|Tense=Pres", "PronType=Rel", "", "Number=Plur",
+                        "_", "_", "_"])]
     gold[0][3].set_morph(None)  # no gold features: left out
-    predicted = [Doc(vocab, words=words, tags=["PRP", "VBP", "WP", "XX", "NNS"], pos=["PRON", "VERB", "PRON", "X", "NOUN"],
-                     morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "Foo=Bar", "Number=Plur"])]
+    predicted = [Doc(vocab, words=words, tags=["PRP", "VBP", "WP", "XX", "NNS", "NNP", "RB", "DT"],
+                     pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "SCONJ", "DET"],
+                     morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "Foo=Bar", "Number=Plur",
+                             "Abbr=Yes", "Degree=Pos", "_"])]
+    predicted[0][7].set_morph(None)  # no features predicted: wrong, though the gold has none either
     result = feats_errors(gold, predicted)
-    assert (result["tokens"], result["feats_errors"], result["feats_accuracy"]) == (4, 3, 25.0)
-    # "runs" lost Number with its tag; "it" and "who" have the right UPOS and tag
-    assert (result["with_pos_error"], result["with_tag_error"], result["feats_only"]) == (0, 1, 2)
-    assert result["per_feature"] == {"Case": 1, "Number": 1, "PronType": 1}
-    assert result["feats_only_errors"] == {"it: Case=Acc -> Case=Nom": 1, "who: PronType=Rel -> PronType=Int": 1}
+    assert (result["tokens"], result["feats_errors"], result["feats_accuracy"]) == (7, 6, 14.29)
+    # "runs" lost Number with its tag, "so" gained Degree with a wrong UPOS; the rest had the right tags
+    assert (result["with_pos_error"], result["with_tag_error"], result["feats_only"]) == (1, 1, 4)
+    assert result["per_feature"] == {"Abbr": 1, "Case": 1, "Degree": 1, "Number": 1, "PronType": 1}
+    assert result["feats_only_errors"] == {
+        "it: Case=Acc -> Case=Nom": 1, "who: PronType=Rel -> PronType=Int": 1,
+        "capt.: _ -> Abbr=Yes": 1, "the: _ -> (none)": 1,
+    }
     # a model without tags: FEATS-only means a right UPOS, and no tag errors are counted
-    untagged = [Doc(vocab, words=words, pos=["PRON", "VERB", "PRON", "X", "NOUN"],
-                    morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "", "_"])]
+    untagged = [Doc(vocab, words=words, pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "ADV", "DET"],
+                    morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "", "_", "_", "_", "Definite=Def"])]
     result = feats_errors(gold, untagged, top=1)
-    assert result["with_tag_error"] is None and result["feats_only"] == 4
-    assert result["per_feature"] == {"Number": 2, "Case": 1, "PronType": 1}
+    assert result["with_tag_error"] is None and result["with_pos_error"] == 0 and result["feats_only"] == 5
+    assert result["per_feature"] == {"Number": 2, "Case": 1, "PronType": 1, "Definite": 1}
     assert result["feats_only_errors"] == {"it: Case=Acc -> Case=Nom": 1}  # ties keep the order met
     with pytest.raises(ValueError):
         feats_errors(gold, [Doc(vocab, words=["it"])])
