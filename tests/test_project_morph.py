@@ -55,6 +55,14 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
     for name in ("pos", "morph", "pos+morph"):
         paired = json.loads((metrics / f"paired_{name}.json").read_text())
         assert paired["tokens"] == dev_words and paired["mcnemar_chi2"] >= 0
+    for config in ("cpu_morph", "baseline_pos"):
+        errors = json.loads((morph_project / "metrics" / "analysis" / f"morph_errors_tr_tiny_{config}.json").read_text())
+        # the tokens and the whole-feature-set accuracy of spacy evaluate's morph_acc
+        morph_acc = json.loads((metrics / f"{config}.json").read_text())["morph_acc"]
+        assert errors["tokens"] == dev_words and errors["feats_accuracy"] == pytest.approx(100 * morph_acc, abs=0.01)
+        assert errors["feats_errors"] == round((1 - morph_acc) * dev_words)
+        assert errors["feats_only"] <= errors["feats_errors"] and errors["with_pos_error"] <= errors["feats_errors"]
+        assert errors["with_tag_error"] is None  # neither pos+morph model predicts tags
     crf_scores = json.loads((metrics / "cpu_morph.json").read_text())
     crf_bundles = json.loads((metrics / "cpu_morph-bundles.json").read_text())
     assert crf_bundles["pos_morph_acc"] == pytest.approx(crf_scores["pos_morph_acc"])
