@@ -269,10 +269,10 @@ def morph_errors(root: Path, features: int = 9) -> Optional[str]:
         lines.append(f"| `{r['model']}` | {r['feats_accuracy']:.2f} | {r['feats_errors']:,} | {r['with_pos_error']:,} "
                      f"| {with_tag} | {r['feats_only']:,} | "
                      + " | ".join(f"{r['per_feature'].get(name, 0):,}" for name in names) + " |")
-    only = "; ".join(f"`{r['model']}`: " + ", ".join(f"{error} ({n})" for error, n in r["feats_only_errors"].items())
-                     for r in records)
-    return ("\n".join(lines) + "\n\nFEATS-only: the FEATS are wrong, the UPOS and the tag right (the UPOS alone "
-            f"for a model without tags). The most frequent of them, by word: {only}.")
+    only = ["- `{}`: {}.".format(r["model"], ", ".join(f"{error} ({n})" for error, n in r["feats_only_errors"].items()))
+            for r in records]
+    return "\n".join(lines + ["", "FEATS-only: the FEATS are wrong, the UPOS and the tag right (the UPOS alone "
+                              "for a model without tags). The most frequent of them, by word:", ""] + only)
 
 
 def decoding(root: Path) -> Optional[str]:

@@ -390,4 +390,4 @@ def test_morph_errors_table(tmp_path):
                         "| Number | Typo |")
     assert table[2] == "| `a` | 95.00 | 5 | 2 | 3 | 2 | 3 | 0 |"
     assert table[3] == "| `b` | 94.00 | 6 | 1 | - | 5 | 1 | 4 |"  # no tags predicted: "-"
-    assert "`a`: it: Case=Nom -> Case=Acc (2); `b`: it: Case=Nom -> Case=Acc (2)." in table[-1]
+    assert table[-2:] == ["- `a`: it: Case=Nom -> Case=Acc (2).", "- `b`: it: Case=Nom -> Case=Acc (2)."]
