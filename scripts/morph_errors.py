@@ -25,6 +25,7 @@ import spacy
 from spacy.tokens import Doc
 
 from .common import gold_sentences, print_and_write, tag_gold_tokens
+from .paired_test import value
 
 
 def _differing(gold: Dict[str, str], predicted: Dict[str, str]) -> List[str]:
@@ -45,7 +46,7 @@ def feats_errors(gold_docs: Iterable[Doc], docs: Iterable[Doc], top: int = 10) -
         where no token has a predicted tag), feats_only, per_feature and
         feats_only_errors.
     """
-    gold_docs, docs = list(gold_docs), list(docs)
+    docs = list(docs)
     predicts_tags = any(token.tag_ for doc in docs for token in doc)
     tokens = wrong = with_pos = with_tag = 0
     per_feature: collections.Counter = collections.Counter()
@@ -54,14 +55,16 @@ def feats_errors(gold_docs: Iterable[Doc], docs: Iterable[Doc], top: int = 10) -
         if len(gold_doc) != len(doc):
             raise ValueError(f"a predicted doc has {len(doc)} tokens where its gold doc has {len(gold_doc)}")
         for g, p in zip(gold_doc, doc):
-            if not g.has_morph():
+            # paired_test's whole feature set: "" where unannotated, "_" for none
+            gold_value = value(g, "morph")
+            if not gold_value:
                 continue
             tokens += 1
-            gold, predicted = g.morph.to_dict(), p.morph.to_dict()
-            names = _differing(gold, predicted)
-            if not names and p.has_morph():
+            if value(p, "morph") == gold_value:
                 continue
             wrong += 1
+            gold, predicted = g.morph.to_dict(), p.morph.to_dict()
+            names = _differing(gold, predicted)
             per_feature.update(names)
             pos_wrong = bool(g.pos_) and g.pos_ != p.pos_
             tag_wrong = predicts_tags and bool(g.tag_) and g.tag_ != p.tag_
