@@ -150,6 +150,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "sentencizer would cut a doc without them) or false (read whole docs)."
     )
 
+    E032 = (
+        "Component '{name}' was given batch_words={value!r}: expected a whole "
+        "number >= 0, the least number of tokens in a batch of `pipe` (0: "
+        "batches of exactly batch_size docs)."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
