@@ -201,6 +201,27 @@ def factory_defaults(root: Path, folder: str = "speed") -> Optional[str]:
     return "\n".join(lines)
 
 
+def batch_words(root: Path, folder: str = "speed/batch_words") -> Optional[str]:
+    """metrics/FOLDER/batch_words*.json: `python -m benchmarks.batch_words ...`, a table each."""
+    records = [load(path) for path in sorted((root / "metrics" / folder).glob("batch_words*.json"))]
+    tables = []
+    for r in (r for r in records if r):
+        memory = all("pass_mb" in row for row in r["rows"])
+        lines = [f"{environment_line(r)} {r['threads']} thread(s); {r['docs']:,} docs of one sentence "
+                 f"({r['words']:,} words), `nlp.pipe(batch_size={r['batch_size']})`, medians of {r['repeats']} rounds; "
+                 f"spaCy's tagger: {r['tagger_words_per_second']:,} words/s.", "",
+                 "| `batch_words` | crf_tagger words/s | vs spaCy's tagger, per round: median (range) "
+                 "| tokens labelled differently |" + (" peak memory of a pass |" if memory else ""),
+                 "|---|---|---|---|" + ("---|" if memory else "")]
+        for row in r["rows"]:
+            low, high = row["ratio_to_tagger_range"]
+            lines.append(f"| {row['batch_words']:,} | {row['words_per_second']:,} | {row['ratio_to_tagger_median']:.2f}x "
+                         f"({low:.2f}x-{high:.2f}x) | {row['tokens_labelled_differently']:.2%} |"
+                         + (f" {row['pass_mb']:,.0f} MB |" if memory else ""))
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables) if tables else None
+
+
 def pipeline_compare(root: Path, folder: str = "speed") -> Optional[str]:
     """metrics/FOLDER/pipeline_compare*.json (`python -m benchmarks.pipeline_compare
     ... [--whole-docs]`), a table each."""
@@ -677,11 +698,12 @@ def training_unit(compare: Dict) -> str:
     return ", ".join(sorted(units))
 
 
-def peers(root: Path, folder: str = "speed", rounds: bool = False) -> Optional[str]:
+def peers(root: Path, folder: str = "speed", rounds: bool = False, against_tagger: bool = False) -> Optional[str]:
     """metrics/FOLDER/flair.json (`python -m benchmarks.peers ...`), with the
     training words/s of metrics/FOLDER/pipeline_compare.json; `rounds` adds
     the median and range of each round's ratio to Flair (the systems take
-    turns, so a round's ratio is measured side by side)."""
+    turns, so a round's ratio is measured side by side), `against_tagger`
+    the same against spaCy's tagger ("spacy_tagger")."""
     flair = load(root / "metrics" / folder / "flair.json")
     if flair is None:
         return None
@@ -691,13 +713,17 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False) -> Optional[s
     names = {"crf_tagger": "crf_tagger", "crf_tagger_int8": "crf_tagger, quantize int8",
              "crf_tagger_bf16": "crf_tagger, quantize bf16", "spacy_tagger": "spaCy tagger", "flair": "Flair",
              "crf_tagger_fast": "crf_tagger `cpu_fast.cfg`",
-             "crf_tagger_fast_int8": "crf_tagger `cpu_fast.cfg`, quantize int8"}
+             "crf_tagger_fast_int8": "crf_tagger `cpu_fast.cfg`, quantize int8",
+             "crf_tagger_batch_words_0": "crf_tagger, batch_words 0",
+             "crf_tagger_int8_batch_words_0": "crf_tagger, quantize int8, batch_words 0"}
     sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
                                                     "dev_accuracy": flair["dev_accuracy"]}}
     base = sides["flair"]
     per_round = "| inference vs Flair, per round: median (range) " if rounds else ""
+    tagger_runs = (sides.get("spacy_tagger") or {}).get("runs") if against_tagger else None
+    per_round += "| vs spaCy's tagger, per round: median (range) " if tagger_runs else ""
     lines = [f"| system | dev accuracy | inference words/s | vs Flair {per_round}| training words/s | vs Flair |",
-             "|---|---|---|---|---|---|" + ("---|" if rounds else "")]
+             "|---|---|---|---|---|---|" + ("---|" if rounds else "") + ("---|" if tagger_runs else "")]
     for name, side in sides.items():
         label = names.get(name, name)
         train = trained.get(label) if name != "flair" else trained["flair"]
@@ -708,6 +734,9 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False) -> Optional[s
             round_cell = f"| {statistics.median(ratios):.1f}x ({ratios[0]:.1f}x-{ratios[-1]:.1f}x) "
         elif rounds:
             round_cell = "| - "
+        if tagger_runs:
+            ratios = sorted(ours / theirs for ours, theirs in zip(side.get("runs") or [], tagger_runs, strict=True))
+            round_cell += f"| {statistics.median(ratios):.2f}x ({ratios[0]:.2f}x-{ratios[-1]:.2f}x) " if ratios else "| - "
         lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
                      f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |")
     s = flair["settings"]
@@ -719,6 +748,41 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False) -> Optional[s
             + (f"; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`{', ' + unit if unit else ''})."
                if compare else " (the others' were not measured with these runs)."))
     return head + "\n\n" + "\n".join(lines)
+
+
+BATCH_SIZE_FOLDERS = ("speed/batch_words_16", "speed/batch_words_32", "speed/batch_words_64", "speed/batch_words",
+                      "speed/batch_words_2048")
+
+
+def peers_batch_sizes(root: Path, folders: Tuple[str, ...] = BATCH_SIZE_FOLDERS) -> Optional[str]:
+    """metrics/FOLDER/flair.json of `benchmarks.peers` runs at several
+    `--batch-size` (Flair's predict mini-batch and nlp.pipe's batch_size), a
+    row each: every system's words/s and the median of its per-round ratios to
+    Flair; crf_tagger's per-round ratio to spaCy's tagger."""
+    records = [r for r in (load(root / "metrics" / folder / "flair.json") for folder in folders) if r]
+    if not records:
+        return None
+    systems = [("crf_tagger", "crf_tagger"), ("crf_tagger_batch_words_0", "crf_tagger, batch_words 0"),
+               ("crf_tagger_int8", "crf_tagger int8"), ("crf_tagger_int8_batch_words_0", "crf_tagger int8, batch_words 0"),
+               ("spacy_tagger", "spaCy tagger")]
+
+    def per_round(ours: Dict, theirs: Dict) -> float:
+        return statistics.median(a / b for a, b in zip(ours["runs"], theirs["runs"], strict=True))
+
+    lines = [f"{environment_line(records[0])} One doc per sentence of EWT dev, one thread, the systems in turn, "
+             f"medians of {records[0]['settings']['repeats']} rounds; in brackets the median of the per-round ratios to Flair.", "",
+             "| batch size | Flair | " + " | ".join(label for _, label in systems) + " | crf_tagger / spaCy tagger, per round |",
+             "|---|---|" + "---|" * len(systems) + "---|"]
+    for r in sorted(records, key=lambda r: r["settings"]["predict_batch_size"]):
+        sides = r["side_by_side"]
+        cells = [f"{sides['flair']['words_per_second']:,.0f}"]
+        for name, _ in systems:
+            side = sides.get(name)
+            cells.append(f"{side['words_per_second']:,.0f} ({per_round(side, sides['flair']):.1f}x)" if side else "-")
+        tagger = sides.get("spacy_tagger")
+        cells.append(f"{per_round(sides['crf_tagger'], tagger):.2f}x" if tagger else "-")
+        lines.append(f"| {r['settings']['predict_batch_size']:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _measured_on(record: dict) -> Tuple[str, str]:
@@ -917,6 +981,9 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "cpu-viterbi": cpu_viterbi,
     "factory-defaults": factory_defaults,
     "pipeline-compare": pipeline_compare,
+    "batch-words": batch_words,
+    "peers-batch-words": functools.partial(peers, folder="speed/batch_words", rounds=True, against_tagger=True),
+    "peers-batch-sizes": peers_batch_sizes,
 }
 
 

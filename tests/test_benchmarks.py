@@ -487,3 +487,30 @@ def test_udpipe_compares_feats_as_spacy_keys_them():
     assert canonical("PronType=Rel,Int") == "PronType=Int,Rel"
     assert canonical("_") == canonical("") == "_"
     assert canonical("Case=Nom") != canonical("Case=Acc")
+
+
+def test_batch_words_times_each_value_beside_spacys_tagger(corpus, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from .helpers import SMALL_MODEL, make_nlp
+
+    docs = list(DocBin().from_disk(corpus).get_docs(spacy.blank("en").vocab))
+    for name, nlp in (("crf", make_nlp(SMALL_MODEL)), ("spacy", spacy.blank("en"))):
+        if name == "spacy":
+            nlp.add_pipe("tagger")
+        examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+        nlp.initialize(get_examples=lambda: examples)
+        nlp.to_disk(tmp_path / name)
+    output = tmp_path / "batch_words.json"
+    run("batch_words", tmp_path / "crf", tmp_path / "spacy", corpus, "--batch-words", 0, 5, 1000,
+        "--repeats", 2, "--batch-size", 2, "--memory", "--output", output)
+    result = json.loads(output.read_text())
+    n_sentences = sum(len(list(d.sents)) if d.has_annotation("SENT_START") else 1 for d in docs)
+    assert result["docs"] == n_sentences and result["words"] == sum(len(d) for d in docs)
+    assert [row["batch_words"] for row in result["rows"]] == [0, 5, 1000]
+    for row in result["rows"]:
+        assert row["words_per_second"] > 0 and row["ratio_to_tagger_median"] > 0
+        assert row["tokens_labelled_differently"] == 0.0  # the labels do not depend on the batches
+        assert row["loaded_mb"] > 0 and row["pass_mb"] >= 0

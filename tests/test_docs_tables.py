@@ -172,6 +172,15 @@ def test_peers_table_gives_each_rounds_ratio(tmp_path):
     assert "| spaCy tagger | 94.20 | 400 | 4.0x | - | - | - |" in table
     assert "| Flair | 75.40 | 100 | 1.0x | 1.0x (1.0x-1.0x) | 800 | 1.0x |" in table
     assert "per round" not in peers(tmp_path, folder="speed/fast")
+    side["spacy_tagger"]["runs"] = [500.0, 100.0, 400.0]
+    write(tmp_path / "metrics" / "speed" / "fast" / "flair.json", {
+        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
+        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 3}, "settings_text": "Flair 0.15.1",
+        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    table = peers(tmp_path, folder="speed/fast", rounds=True, against_tagger=True)
+    # against the tagger's rounds: 2.0x, 3.0x and 2.75x
+    assert "| crf_tagger `cpu_fast.cfg` | 94.40 | 1,000 | 10.0x | 6.0x (5.5x-10.0x) | 2.75x (2.00x-3.00x) | - | - |" in table
+    assert "| spaCy tagger | 94.20 | 400 | 4.0x | 2.0x (2.0x-5.0x) | 1.00x (1.00x-1.00x) | - | - |" in table
 
 
 
@@ -391,3 +400,43 @@ def test_morph_errors_table(tmp_path):
     assert table[2] == "| `a` | 95.00 | 5 | 2 | 3 | 2 | 3 | 0 |"
     assert table[3] == "| `b` | 94.00 | 6 | 1 | - | 5 | 1 | 4 |"  # no tags predicted: "-"
     assert table[-2:] == ["- `a`: it: Case=Nom -> Case=Acc (2).", "- `b`: it: Case=Nom -> Case=Acc (2)."]
+
+
+def test_batch_words_table(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "performance.md").write_text("<!-- table:batch-words:start -->\n<!-- table:batch-words:end -->\n")
+    write(tmp_path / "metrics" / "speed" / "batch_words" / "batch_words.json", {
+        "crf_model": "crf", "baseline_model": "tagger", "docs": 4002, "words": 50294, "batch_size": 256,
+        "threads": 1, "repeats": 7, "tagger_words_per_second": 20000, "environment": ENV,
+        "rows": [{"batch_words": 0, "words_per_second": 30000, "ratio_to_tagger_median": 1.5,
+                  "ratio_to_tagger_range": [1.4, 1.6], "tokens_labelled_differently": 0.0,
+                  "loaded_mb": 500.0, "pass_mb": 12.3},
+                 {"batch_words": 16384, "words_per_second": 45000, "ratio_to_tagger_median": 2.25,
+                  "ratio_to_tagger_range": [2.1, 2.4], "tokens_labelled_differently": 0.0,
+                  "loaded_mb": 500.0, "pass_mb": 40.6}],
+    })
+    assert main(["--root", str(tmp_path)]) == 0
+    performance = (tmp_path / "docs" / "performance.md").read_text()
+    assert "4,002 docs of one sentence (50,294 words), `nlp.pipe(batch_size=256)`, medians of 7 rounds" in performance
+    assert "| 0 | 30,000 | 1.50x (1.40x-1.60x) | 0.00% | 12 MB |" in performance
+    assert "| 16,384 | 45,000 | 2.25x (2.10x-2.40x) | 0.00% | 41 MB |" in performance
+
+
+def test_peers_batch_sizes_table(tmp_path):
+    from scripts.docs_tables import peers_batch_sizes
+
+    for folder, size, flair_runs in (("a", 32, [100.0, 200.0, 100.0]), ("b", 256, [50.0, 50.0, 100.0])):
+        side = {"flair": {"words_per_second": 100.0, "runs": flair_runs, "dev_accuracy": 75.4},
+                "crf_tagger": {"words_per_second": 1000.0, "runs": [1000.0, 1000.0, 900.0], "dev_accuracy": 94.7},
+                "spacy_tagger": {"words_per_second": 400.0, "runs": [400.0, 500.0, 300.0], "dev_accuracy": 94.0}}
+        write(tmp_path / "metrics" / "speed" / folder / "flair.json", {
+            "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
+            "settings": {"column": "xpos", "predict_batch_size": size, "repeats": 3}, "settings_text": "Flair 0.15.1",
+            "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    table = peers_batch_sizes(tmp_path, folders=("speed/b", "speed/a", "speed/missing"))
+    lines = table.splitlines()
+    assert "medians of 3 rounds" in lines[0]
+    # rows in the order of the batch size; a system a run did not time gets "-"
+    # batch 32: crf rounds 10x, 5x, 9x -> 9.0x; against the tagger 2.5x, 2.0x, 3.0x -> 2.50x
+    assert lines[4] == "| 32 | 100 | 1,000 (9.0x) | - | - | - | 400 (3.0x) | 2.50x |"
+    assert lines[5] == "| 256 | 100 | 1,000 (20.0x) | - | - | - | 400 (8.0x) | 2.50x |"
