@@ -4,11 +4,12 @@ sentences, then nlp.pipe words/s on a corpus, taken in turn (medians).
 
     python -m benchmarks.factory_defaults corpus/en_ewt-ud-train.spacy \
         corpus/en_ewt-ud-dev.spacy [--init-sentences 300] [--repeats 5] [--threads 1]
-        [--crf-model default|legacy] [--quantize none|int8|bf16 ...]
+        [--crf-model default|legacy] [--quantize none|int8|bf16 ...] [--sentences]
 
 `--crf-model legacy` uses 0.1.0's default model (HashEmbedCNN + BiLSTM 128)
 instead, for comparison; `--quantize` sets the component's `quantize` (int8
-or bfloat16 inference on the CPU). Given several modes, one crf_tagger runs
+or bfloat16 inference on the CPU); `--sentences` times one doc per sentence
+of the corpus instead of its docs. Given several modes, one crf_tagger runs
 in each of them in turn with spaCy's tagger, in one process, and the record
 has a row per mode (`rows`). Prints a JSON line; the accuracy of the defaults
 needs training: see configs/cpu.cfg, which uses the same network.
@@ -24,7 +25,7 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import add_allocator_argument, environment, pipe_rates_in_turn, report, unannotated_docs, use_allocator
+from .common import add_allocator_argument, bare, environment, pipe_rates_in_turn, report, unannotated_docs, use_allocator
 
 LEGACY_MODEL = """
 [model]
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--crf-model", choices=["default", "legacy"], default="default")
     parser.add_argument("--quantize", nargs="+", choices=["none", "int8", "bf16"], default=["none"])
+    parser.add_argument("--sentences", action="store_true", help="one doc per sentence of the corpus")
     add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
@@ -78,6 +80,9 @@ def main() -> None:
     crf = initialized("crf_tagger", train_docs, args.init_sentences, config)
     base = initialized("tagger", train_docs, args.init_sentences)
     docs = unannotated_docs(crf, args.dev)
+    if args.sentences:
+        annotated = DocBin().from_disk(args.dev).get_docs(crf.vocab)
+        docs = [bare(s.as_doc()) for d in annotated for s in (d.sents if d.has_annotation("SENT_START") else [d[:]])]
     modes = list(dict.fromkeys(args.quantize))
     names = {mode: args.crf_model if mode == "none" else f"{args.crf_model}, quantize {mode}" for mode in modes}
     pipelines = {mode: pickle.loads(pickle.dumps(crf)) for mode in modes}  # the same weights, one per mode
@@ -94,7 +99,8 @@ def main() -> None:
             "ratio_median": round(statistics.median(ratios), 3),
             "ratios": [round(r, 3) for r in ratios],
         })
-    result = {**rows[0], "init_sentences": args.init_sentences, "threads": args.threads}
+    result = {**rows[0], "init_sentences": args.init_sentences, "threads": args.threads,
+              "docs": "sentences" if args.sentences else "as in the corpus"}
     if len(rows) > 1:
         result["rows"] = rows
     result["environment"] = environment()

@@ -194,9 +194,10 @@ def factory_defaults(root: Path, folder: str = "speed") -> Optional[str]:
     records = [load(path) for path in paths]
     lines = [environment_line(*records), "", "| crf_tagger model | crf_tagger words/s | spaCy tagger words/s | ratio (median) | ratios |",
              "|---|---|---|---|---|"]
-    for r in (row for record in records for row in record.get("rows", [record])):
+    for record, r in ((record, row) for record in records for row in record.get("rows", [record])):
         w = r["words_per_second"]
-        lines.append(f"| {r['crf_model']} | {w['crf_tagger']:,} | {w['tagger']:,} | {r['ratio_median']:.2f}x "
+        docs = ", one doc per sentence" if record.get("docs") == "sentences" else ""
+        lines.append(f"| {r['crf_model']}{docs} | {w['crf_tagger']:,} | {w['tagger']:,} | {r['ratio_median']:.2f}x "
                      f"| {', '.join(f'{x:.2f}' for x in r['ratios'])} |")
     return "\n".join(lines)
 
@@ -984,6 +985,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "batch-words": batch_words,
     "peers-batch-words": functools.partial(peers, folder="speed/batch_words", rounds=True, against_tagger=True),
     "peers-batch-sizes": peers_batch_sizes,
+    "factory-defaults-batch-words": functools.partial(factory_defaults, folder="speed/batch_words"),
 }
 
 

@@ -360,7 +360,13 @@ def test_factory_defaults_times_both_factories_in_turn(corpus):
                             "--quantize", "int8").strip().splitlines()[-1])
     assert set(result["words_per_second"]) == {"crf_tagger", "tagger"} and len(result["ratios"]) == 2
     assert result["crf_model"] == "default, quantize int8" and result["ratio_median"] > 0
-    assert "rows" not in result
+    assert "rows" not in result and result["docs"] == "as in the corpus"
+
+
+def test_factory_defaults_times_one_doc_per_sentence(corpus):
+    result = json.loads(run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 1,
+                            "--sentences").strip().splitlines()[-1])
+    assert result["docs"] == "sentences" and result["ratio_median"] > 0
 
 
 def test_factory_defaults_times_several_modes_in_one_process(corpus):
