@@ -41,8 +41,9 @@ def sentence_docs(nlp, corpus_path: str) -> list:
     return sentences
 
 
-def labels(nlp, docs) -> List[str]:
-    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe((d.copy() for d in docs), batch_size=256) for t in doc]
+def labels(nlp, docs, batch_size: int) -> List[str]:
+    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe((d.copy() for d in docs), batch_size=batch_size)
+            for t in doc]
 
 
 def _status_mb(field: str) -> float:
@@ -111,7 +112,7 @@ def main() -> None:
     rows = []
     for value in args.batch_words:
         tagger.cfg["batch_words"] = value
-        predicted = labels(crf, docs)
+        predicted = labels(crf, docs, args.batch_size)
         reference = reference or predicted
         ratios = [c / t for c, t in zip(rates[str(value)], rates["spaCy tagger"])]
         rows.append({

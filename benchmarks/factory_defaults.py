@@ -100,7 +100,7 @@ def main() -> None:
             "ratios": [round(r, 3) for r in ratios],
         })
     result = {**rows[0], "init_sentences": args.init_sentences, "threads": args.threads,
-              "docs": "sentences" if args.sentences else "as in the corpus"}
+              "docs": "sentences" if args.sentences else "as in the corpus", "n_docs": len(docs)}
     if len(rows) > 1:
         result["rows"] = rows
     result["environment"] = environment()

@@ -736,8 +736,11 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False, against_tagge
         elif rounds:
             round_cell = "| - "
         if tagger_runs:
-            ratios = sorted(ours / theirs for ours, theirs in zip(side.get("runs") or [], tagger_runs, strict=True))
-            round_cell += f"| {statistics.median(ratios):.2f}x ({ratios[0]:.2f}x-{ratios[-1]:.2f}x) " if ratios else "| - "
+            if side.get("runs"):
+                ratios = sorted(ours / theirs for ours, theirs in zip(side["runs"], tagger_runs, strict=True))
+                round_cell += f"| {statistics.median(ratios):.2f}x ({ratios[0]:.2f}x-{ratios[-1]:.2f}x) "
+            else:
+                round_cell += "| - "
         lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
                      f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |")
     s = flair["settings"]

@@ -206,8 +206,10 @@ def make_crf_tagger(
         docs until it holds at least this many tokens, so that short docs
         (one sentence each) are tagged in batches as large as long docs are:
         the BiLSTM's cost per token falls with the rows it runs side by side.
-        0 keeps spaCy's batches of exactly `batch_size` docs. The labels do
-        not depend on the batches (the int8 copy's scales aside).
+        0 keeps spaCy's batches of exactly `batch_size` docs. Each row is
+        read on its own, so float32 labels change at most by float rounding
+        (none changed on EWT); the int8 copy's activation scales are per
+        batch, so a few of its labels can.
     store_confidence (bool): write the marginal probability of each token's
         predicted tag to token._.crf_confidence.
     store_entity_probs (bool): target "ents": write each entity's exact
@@ -508,23 +510,47 @@ class CRFTagger(TrainablePipe):
 
     # Prediction: predict() returns everything set_annotations() writes.
 
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128, batch_words: Optional[int] = None) -> Iterator[Doc]:
         """Tag a stream of docs, batch by batch, as spaCy's components do,
         except that a batch of `batch_size` docs grows by whole docs until it
-        holds at least `batch_words` tokens (the setting; see `word_batches`).
+        holds at least `batch_words` tokens (see `word_batches`). Where a
+        grown batch fails, its docs are tried again `batch_size` at a time,
+        so that the error handler is given only the docs of the failing
+        part, as without the setting.
 
         stream (Iterable[Doc]): the docs.
         batch_size (int): the least number of docs in a batch.
+        batch_words (Optional[int]): the least number of tokens in a batch;
+            None: the component's `batch_words` setting (e.g.
+            `nlp.pipe(texts, component_cfg={"crf_tagger": {"batch_words": 0}})`).
         YIELDS (Doc): the docs, tagged, in order.
         """
+        if batch_words is None:
+            batch_words = self.cfg.get("batch_words") or 0
+        elif not isinstance(batch_words, int) or isinstance(batch_words, bool) or batch_words < 0:
+            raise ValueError(Errors.E032.format(name=self.name, value=batch_words))
         error_handler = self.get_error_handler()
-        for docs in word_batches(stream, batch_size, self.cfg.get("batch_words") or 0):
+        for docs in word_batches(stream, batch_size, batch_words):
             try:
-                prediction = self.predict(docs)
-                self.set_annotations(docs, prediction)
-                yield from docs
+                self.set_annotations(docs, self.predict(docs))
             except Exception as e:
-                error_handler(self.name, self, docs, e)
+                if len(docs) <= batch_size:
+                    error_handler(self.name, self, docs, e)
+                    continue
+                yield from self._pipe_in_parts(docs, batch_size, error_handler)
+                continue
+            yield from docs
+
+    def _pipe_in_parts(self, docs: List[Doc], batch_size: int, error_handler: Callable) -> Iterator[Doc]:
+        """Tag docs `batch_size` at a time, each part through the error handler on its own."""
+        for start in range(0, len(docs), batch_size):
+            part = docs[start : start + batch_size]
+            try:
+                self.set_annotations(part, self.predict(part))
+            except Exception as e:
+                error_handler(self.name, self, part, e)
+                continue
+            yield from part
 
     @_in_torch_threads
     def predict(self, docs: Iterable[Doc]) -> CRFPrediction:

@@ -8,7 +8,7 @@ from spacy.tokens import Doc
 from thinc.api import fix_random_seed
 
 from spacy_crf import CRFTagger
-from spacy_crf.batching import word_batches
+from spacy_crf.batching import MIN_DOC_WORDS, word_batches
 
 from .helpers import TEST_TEXTS, make_examples, make_nlp, train
 
@@ -25,12 +25,21 @@ def test_word_batches_are_the_shortest_that_hold_enough(batch_size, batch_words)
     docs = docs_of_lengths(rng.integers(0, 6, size=23).tolist())  # empty docs included
     batches = list(word_batches(iter(docs), batch_size, batch_words))
     assert [doc for batch in batches for doc in batch] == docs  # every doc once, in order
+    def counted(docs):  # a doc counts as at least MIN_DOC_WORDS tokens
+        return sum(max(len(doc), MIN_DOC_WORDS) for doc in docs)
+
     for batch in batches[:-1]:
-        assert len(batch) >= batch_size and sum(map(len, batch)) >= batch_words
+        assert len(batch) >= batch_size and counted(batch) >= batch_words
         # one doc fewer would not have been enough
         shorter = batch[:-1]
-        assert len(shorter) < batch_size or sum(map(len, shorter)) < batch_words
+        assert len(shorter) < batch_size or counted(shorter) < batch_words
     assert batches and batches[-1]
+
+
+def test_word_batches_of_empty_docs_are_bounded():
+    docs = docs_of_lengths([0] * 100)
+    batches = list(word_batches(iter(docs), 2, 10 * MIN_DOC_WORDS))
+    assert [len(batch) for batch in batches] == [10] * 10
 
 
 def test_word_batches_without_words_are_spacys_minibatches():
@@ -52,7 +61,7 @@ def test_word_batches_read_the_stream_lazily():
             read.append(doc)
             yield doc
 
-    first = next(word_batches(stream(), 2, 5))
+    first = next(word_batches(stream(), 2, 3 * MIN_DOC_WORDS))
     assert first == docs[:3] and len(read) == 3  # nothing read beyond the first batch
 
 
@@ -84,27 +93,61 @@ def test_pipe_tags_the_same_in_any_batches(trained, batch_words, monkeypatch):
         assert piped == expected
         assert sum(len(batch) for batch in sizes) == len(texts)
         for batch in sizes[:-1]:
-            assert len(batch) >= batch_size and sum(batch) >= batch_words
+            assert len(batch) >= batch_size and sum(max(n, MIN_DOC_WORDS) for n in batch) >= batch_words
         if batch_words == 10_000:
-            assert len(sizes) == 1  # 45 tokens: one batch, whatever the batch size
+            assert len(sizes) == 1  # 15 docs: one batch, whatever the batch size
 
 
-def test_pipe_hands_a_failed_batch_to_the_error_handler(trained, monkeypatch):
+def test_a_failed_grown_batch_loses_only_its_failing_part(trained, monkeypatch):
     tagger = trained.get_pipe("crf_tagger")
-    monkeypatch.setitem(tagger.cfg, "batch_words", 5)
+    monkeypatch.setitem(tagger.cfg, "batch_words", 10_000)  # all the docs in one grown batch
+    predict = CRFTagger.predict
     failed = []
 
+    def failing_predict(self, docs):
+        if any(doc.text == "boom" for doc in docs):
+            raise RuntimeError("boom")
+        return predict(self, docs)
+
+    monkeypatch.setattr(CRFTagger, "predict", failing_predict)
+    tagger.set_error_handler(lambda name, proc, docs, e: failed.append(([d.text for d in docs], str(e))))
+    try:
+        texts = ["I like ham", "eggs", "boom", "Eat green eggs", "ham"]
+        piped = list(tagger.pipe((trained.make_doc(t) for t in texts), batch_size=2))
+    finally:
+        tagger.set_error_handler(util.raise_error)
+    # parts of batch_size docs: only the part with the failing doc is lost
+    assert failed == [(["boom", "Eat green eggs"], "boom")]
+    assert [doc.text for doc in piped] == ["I like ham", "eggs", "ham"]
+    assert all(token.tag_ for doc in piped for token in doc)
+
+
+def test_without_an_error_handler_the_error_is_raised(trained, monkeypatch):
     def failing_predict(self, docs):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(CRFTagger, "predict", failing_predict)
-    tagger.set_error_handler(lambda name, proc, docs, e: failed.append(([len(d) for d in docs], str(e))))
-    try:
-        docs = [trained.make_doc(text) for text in ["a b c", "d e", "f", "g h i j"]]
-        assert list(tagger.pipe(docs, batch_size=1)) == []
-    finally:
-        tagger.set_error_handler(util.raise_error)
-    assert failed == [([3, 2], "boom"), ([1, 4], "boom")]
+    with pytest.raises(RuntimeError, match="boom"):
+        list(trained.pipe(["a b c", "d e"], batch_size=1))
+
+
+def test_pipe_takes_batch_words_from_component_cfg(trained, monkeypatch):
+    sizes = []
+    predict = CRFTagger.predict
+
+    def counting_predict(self, docs):
+        sizes.append(len(docs))
+        return predict(self, docs)
+
+    monkeypatch.setattr(CRFTagger, "predict", counting_predict)
+    texts = TEST_TEXTS * 4
+    list(trained.pipe(texts, batch_size=2, component_cfg={"crf_tagger": {"batch_words": 0}}))
+    assert sizes == [2] * 10
+    sizes.clear()
+    list(trained.pipe(texts, batch_size=2))  # the setting: one batch of all 20 docs
+    assert sizes == [20]
+    with pytest.raises(ValueError, match="E032"):
+        list(trained.pipe(texts, component_cfg={"crf_tagger": {"batch_words": -1}}))
 
 
 @pytest.mark.parametrize("value", [-1, True, 1.5, "16384", None])
@@ -114,7 +157,7 @@ def test_batch_words_is_checked(value):
         CRFTagger(nlp.vocab, nlp.get_pipe("crf_tagger").model, batch_words=value)
 
 
-def test_batch_words_is_a_run_setting(trained, tmp_path):
+def test_batch_words_is_a_run_setting(tmp_path):
     assert make_nlp().get_pipe("crf_tagger").cfg["batch_words"] == 32768  # the factory's default
     nlp = make_nlp(batch_words=7)
     train(nlp, make_examples(nlp), steps=2)

@@ -363,10 +363,19 @@ def test_factory_defaults_times_both_factories_in_turn(corpus):
     assert "rows" not in result and result["docs"] == "as in the corpus"
 
 
-def test_factory_defaults_times_one_doc_per_sentence(corpus):
-    result = json.loads(run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 1,
-                            "--sentences").strip().splitlines()[-1])
-    assert result["docs"] == "sentences" and result["ratio_median"] > 0
+def test_factory_defaults_times_one_doc_per_sentence(corpus, tmp_path):
+    import spacy
+    from spacy.tokens import Doc, DocBin
+
+    vocab = spacy.blank("en").vocab
+    words = ["I", "like", "ham", ".", "Eat", "eggs", "."]
+    docs = [Doc(vocab, words=words, tags=["PRP", "VBP", "NN", ".", "VB", "NNS", "."],
+                sent_starts=[True, False, False, False, True, False, False]) for _ in range(3)]
+    DocBin(docs=docs, attrs=["ORTH", "TAG", "SENT_START"]).to_disk(tmp_path / "dev.spacy")
+    for flags, n_docs, kind in (([], 3, "as in the corpus"), (["--sentences"], 6, "sentences")):
+        result = json.loads(run("factory_defaults", corpus, tmp_path / "dev.spacy", "--init-sentences", 5,
+                                "--repeats", 1, *flags).strip().splitlines()[-1])
+        assert result["docs"] == kind and result["n_docs"] == n_docs and result["ratio_median"] > 0
 
 
 def test_factory_defaults_times_several_modes_in_one_process(corpus):

@@ -181,6 +181,13 @@ def test_peers_table_gives_each_rounds_ratio(tmp_path):
     # against the tagger's rounds: 2.0x, 3.0x and 2.75x
     assert "| crf_tagger `cpu_fast.cfg` | 94.40 | 1,000 | 10.0x | 6.0x (5.5x-10.0x) | 2.75x (2.00x-3.00x) | - | - |" in table
     assert "| spaCy tagger | 94.20 | 400 | 4.0x | 2.0x (2.0x-5.0x) | 1.00x (1.00x-1.00x) | - | - |" in table
+    side["crf_tagger_int8"] = {"words_per_second": 1200.0, "dev_accuracy": 94.4}  # timed without its rounds
+    write(tmp_path / "metrics" / "speed" / "fast" / "flair.json", {
+        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
+        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 3}, "settings_text": "Flair 0.15.1",
+        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    table = peers(tmp_path, folder="speed/fast", rounds=True, against_tagger=True)
+    assert "| crf_tagger, quantize int8 | 94.40 | 1,200 | 12.0x | - | - | - | - |" in table
 
 
 

@@ -42,11 +42,15 @@ def test_legacy_pipeline_predicts_as_saved(legacy):
     for got, saved in zip(tagger.nbest(docs, 3), expected["nbest"]):
         assert [tags for tags, _ in got] == [tags for tags, _ in saved]
         assert [score for _, score in got] == pytest.approx([score for _, score in saved], abs=1e-5)
-    annotated = [
-        {"tags": [t.tag_ for t in doc], "ents": [[e.start, e.end, e.label_] for e in doc.ents]}
-        for doc in nlp.pipe(texts)
-    ]
-    assert annotated == expected["annotated"]
+    # saved before batch_words existed: the factory's default fills it in, and
+    # the grown batches (one here) annotate as spaCy's batches of one doc did
+    assert tagger.cfg["batch_words"] == 32768
+    for batch_size, batch_words in ((256, None), (1, 0)):
+        annotated = [
+            {"tags": [t.tag_ for t in doc], "ents": [[e.start, e.end, e.label_] for e in doc.ents]}
+            for doc in nlp.pipe(texts, batch_size=batch_size, component_cfg={"crf_tagger": {"batch_words": batch_words}})
+        ]
+        assert annotated == expected["annotated"]
 
 
 def test_legacy_pipeline_loss_and_gradients(legacy):
