@@ -13,6 +13,7 @@ import spacy
 import torch
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
+from thinc.api import fix_random_seed
 
 from spacy_crf.ml import torch_network
 from spacy_crf.nn import CRFScores
@@ -84,6 +85,15 @@ def train(nlp, examples, steps=60):
         losses = {}
         nlp.update(examples, sgd=optimizer, losses=losses)
     return losses
+
+
+def trained_nlp():
+    """The small tagger trained on TRAIN_DATA from seed 0 (for module-scoped
+    fixtures, which run before the autouse `seeded` one)."""
+    fix_random_seed(0)
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp))
+    return nlp
 
 
 def model_weights(tagger):

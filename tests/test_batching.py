@@ -5,12 +5,11 @@ import pytest
 import spacy
 from spacy import util
 from spacy.tokens import Doc
-from thinc.api import fix_random_seed
 
 from spacy_crf import CRFTagger
 from spacy_crf.batching import MIN_DOC_WORDS, word_batches
 
-from .helpers import TEST_TEXTS, make_examples, make_nlp, train
+from .helpers import TEST_TEXTS, make_examples, make_nlp, train, trained_nlp
 
 
 def docs_of_lengths(lengths):
@@ -67,10 +66,7 @@ def test_word_batches_read_the_stream_lazily():
 
 @pytest.fixture(scope="module")
 def trained():
-    fix_random_seed(0)
-    nlp = make_nlp()
-    train(nlp, make_examples(nlp))
-    return nlp
+    return trained_nlp()
 
 
 @pytest.mark.parametrize("batch_words", [0, 3, 10_000])

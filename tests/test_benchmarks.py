@@ -270,13 +270,12 @@ def test_peers_retime_needs_the_json_of_the_training_run(tmp_path):
     assert done.returncode == 2 and "--retime needs --output" in done.stderr
 
 
-def test_quantize_times_and_scores_float32_int8_bf16_and_spacys_tagger(corpus, tmp_path):
+def save_crf_and_tagger(corpus, folder, updates=0):
+    """A small crf_tagger pipeline and a spaCy tagger pipeline, initialized on
+    the corpus and updated `updates` times, saved to folder/crf and folder/spacy."""
     import spacy
     from spacy.tokens import DocBin
     from spacy.training import Example
-
-    from benchmarks.quantize import main as quantize
-    from benchmarks.quantize import table as quantize_table
 
     from .helpers import SMALL_MODEL, make_nlp
 
@@ -286,9 +285,17 @@ def test_quantize_times_and_scores_float32_int8_bf16_and_spacys_tagger(corpus, t
             nlp.add_pipe("tagger")
         examples = [Example(nlp.make_doc(d.text), d) for d in docs]
         optimizer = nlp.initialize(get_examples=lambda: examples)
-        for _ in range(5):
+        for _ in range(updates):
             nlp.update(examples, sgd=optimizer)
-        nlp.to_disk(tmp_path / name)
+        nlp.to_disk(folder / name)
+    return docs
+
+
+def test_quantize_times_and_scores_float32_int8_bf16_and_spacys_tagger(corpus, tmp_path):
+    from benchmarks.quantize import main as quantize
+    from benchmarks.quantize import table as quantize_table
+
+    save_crf_and_tagger(corpus, tmp_path, updates=5)
     output = tmp_path / "quantize.json"
     quantize([str(tmp_path / "crf"), str(tmp_path / "spacy"), str(corpus), "--repeats", "1", "--output", str(output)])
     result = json.loads(output.read_text())
@@ -505,19 +512,7 @@ def test_udpipe_compares_feats_as_spacy_keys_them():
 
 
 def test_batch_words_times_each_value_beside_spacys_tagger(corpus, tmp_path):
-    import spacy
-    from spacy.tokens import DocBin
-    from spacy.training import Example
-
-    from .helpers import SMALL_MODEL, make_nlp
-
-    docs = list(DocBin().from_disk(corpus).get_docs(spacy.blank("en").vocab))
-    for name, nlp in (("crf", make_nlp(SMALL_MODEL)), ("spacy", spacy.blank("en"))):
-        if name == "spacy":
-            nlp.add_pipe("tagger")
-        examples = [Example(nlp.make_doc(d.text), d) for d in docs]
-        nlp.initialize(get_examples=lambda: examples)
-        nlp.to_disk(tmp_path / name)
+    docs = save_crf_and_tagger(corpus, tmp_path)
     output = tmp_path / "batch_words.json"
     run("batch_words", tmp_path / "crf", tmp_path / "spacy", corpus, "--batch-words", 0, 5, 1000,
         "--repeats", 2, "--batch-size", 2, "--memory", "--output", output)

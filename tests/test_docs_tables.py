@@ -13,6 +13,14 @@ def write(path, data):
     path.write_text(json.dumps(data))
 
 
+def write_flair(path, side, batch_size=256):
+    """A benchmarks.peers record with these side-by-side figures."""
+    write(path, {
+        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
+        "settings": {"column": "xpos", "predict_batch_size": batch_size, "repeats": 3}, "settings_text": "Flair 0.15.1",
+        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+
+
 def test_tables_are_filled_from_outputs_and_others_left_alone(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "configs").mkdir()
@@ -160,10 +168,7 @@ def test_peers_table_gives_each_rounds_ratio(tmp_path):
     side = {"flair": {"words_per_second": 100.0, "runs": [100.0, 50.0, 200.0], "dev_accuracy": 75.4},
             "crf_tagger_fast": {"words_per_second": 1000.0, "runs": [1000.0, 300.0, 1100.0], "dev_accuracy": 94.4},
             "spacy_tagger": {"words_per_second": 400.0, "dev_accuracy": 94.2}}
-    write(tmp_path / "metrics" / "speed" / "fast" / "flair.json", {
-        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
-        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 3}, "settings_text": "Flair 0.15.1",
-        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    write_flair(tmp_path / "metrics" / "speed" / "fast" / "flair.json", side)
     table = peers(tmp_path, folder="speed/fast", rounds=True)
     assert "| inference vs Flair, per round: median (range) |" in table
     # rounds 10x, 6x and 5.5x: median 6.0x, where the ratio of the medians is 10.0x
@@ -173,19 +178,13 @@ def test_peers_table_gives_each_rounds_ratio(tmp_path):
     assert "| Flair | 75.40 | 100 | 1.0x | 1.0x (1.0x-1.0x) | 800 | 1.0x |" in table
     assert "per round" not in peers(tmp_path, folder="speed/fast")
     side["spacy_tagger"]["runs"] = [500.0, 100.0, 400.0]
-    write(tmp_path / "metrics" / "speed" / "fast" / "flair.json", {
-        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
-        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 3}, "settings_text": "Flair 0.15.1",
-        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    write_flair(tmp_path / "metrics" / "speed" / "fast" / "flair.json", side)
     table = peers(tmp_path, folder="speed/fast", rounds=True, against_tagger=True)
     # against the tagger's rounds: 2.0x, 3.0x and 2.75x
     assert "| crf_tagger `cpu_fast.cfg` | 94.40 | 1,000 | 10.0x | 6.0x (5.5x-10.0x) | 2.75x (2.00x-3.00x) | - | - |" in table
     assert "| spaCy tagger | 94.20 | 400 | 4.0x | 2.0x (2.0x-5.0x) | 1.00x (1.00x-1.00x) | - | - |" in table
     side["crf_tagger_int8"] = {"words_per_second": 1200.0, "dev_accuracy": 94.4}  # timed without its rounds
-    write(tmp_path / "metrics" / "speed" / "fast" / "flair.json", {
-        "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
-        "settings": {"column": "xpos", "predict_batch_size": 256, "repeats": 3}, "settings_text": "Flair 0.15.1",
-        "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+    write_flair(tmp_path / "metrics" / "speed" / "fast" / "flair.json", side)
     table = peers(tmp_path, folder="speed/fast", rounds=True, against_tagger=True)
     assert "| crf_tagger, quantize int8 | 94.40 | 1,200 | 12.0x | - | - | - | - |" in table
 
@@ -436,10 +435,7 @@ def test_peers_batch_sizes_table(tmp_path):
         side = {"flair": {"words_per_second": 100.0, "runs": flair_runs, "dev_accuracy": 75.4},
                 "crf_tagger": {"words_per_second": 1000.0, "runs": [1000.0, 1000.0, 900.0], "dev_accuracy": 94.7},
                 "spacy_tagger": {"words_per_second": 400.0, "runs": [400.0, 500.0, 300.0], "dev_accuracy": 94.0}}
-        write(tmp_path / "metrics" / "speed" / folder / "flair.json", {
-            "environment": ENV, "train_words_per_second": 800.0, "side_by_side": side,
-            "settings": {"column": "xpos", "predict_batch_size": size, "repeats": 3}, "settings_text": "Flair 0.15.1",
-            "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
+        write_flair(tmp_path / "metrics" / "speed" / folder / "flair.json", side, batch_size=size)
     table = peers_batch_sizes(tmp_path, folders=("speed/b", "speed/a", "speed/missing"))
     lines = table.splitlines()
     assert "medians of 3 rounds" in lines[0]

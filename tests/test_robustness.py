@@ -25,6 +25,7 @@ from .helpers import (
     model_weights,
     tags_of,
     train,
+    trained_nlp,
 )
 
 WORDS = ["I", "like", "green", "eggs", "Eat", "blue", "ham", "and", "!"]
@@ -32,10 +33,7 @@ WORDS = ["I", "like", "green", "eggs", "Eat", "blue", "ham", "and", "!"]
 
 @pytest.fixture(scope="module")
 def trained():
-    fix_random_seed(0)
-    nlp = make_nlp()
-    train(nlp, make_examples(nlp))
-    return nlp
+    return trained_nlp()
 
 
 def test_chunk_lengths():
