@@ -989,6 +989,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "peers-batch-words": functools.partial(peers, folder="speed/batch_words", rounds=True, against_tagger=True),
     "peers-batch-sizes": peers_batch_sizes,
     "factory-defaults-batch-words": functools.partial(factory_defaults, folder="speed/batch_words"),
+    "pipeline-compare-batch-words": functools.partial(pipeline_compare, folder="speed/batch_words"),
 }
 
 
