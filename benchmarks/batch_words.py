@@ -28,17 +28,13 @@ from typing import Dict, List
 
 import spacy
 import torch
-from spacy.tokens import DocBin
 
-from .common import add_allocator_argument, bare, environment, in_turn, report, use_allocator, words_per_second
+from .common import add_allocator_argument, bare, corpus_sentences, environment, in_turn, report, use_allocator, words_per_second
 
 
 def sentence_docs(nlp, corpus_path: str) -> list:
-    """One bare doc per sentence of the corpus (the whole doc where it has no
-    sentence boundaries)."""
-    docs = DocBin().from_disk(corpus_path).get_docs(nlp.vocab)
-    sentences = [bare(s.as_doc()) for d in docs for s in (d.sents if d.has_annotation("SENT_START") else [d[:]])]
-    return sentences
+    """One bare doc per sentence of the corpus."""
+    return [bare(sentence) for sentence in corpus_sentences(nlp.vocab, corpus_path)]
 
 
 def labels(nlp, docs, batch_size: int) -> List[str]:

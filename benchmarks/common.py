@@ -7,7 +7,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import torch
 from spacy.language import Language
@@ -95,6 +95,20 @@ def median_ms(fn: Callable[[], object], repeats: int, device: str = "cpu") -> fl
             fn()
             times.append((time.perf_counter() - begin) * 1000)
     return statistics.median(times)
+
+
+def corpus_sentences(vocab, corpus_path) -> Iterator[Doc]:
+    """Each sentence of a .spacy corpus as a doc of its own, with its gold
+    annotation (as spacy convert --n-sents 1 gives); a doc without sentence
+    boundaries whole.
+
+    vocab (Vocab): the vocab the docs use.
+    corpus_path (str): a .spacy file.
+    YIELDS (Doc): the sentences, in order.
+    """
+    for doc in DocBin().from_disk(corpus_path).get_docs(vocab):
+        for sent in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
+            yield sent.as_doc()
 
 
 def unannotated_docs(nlp: Language, corpus_path: str) -> List[Doc]:

@@ -22,6 +22,7 @@ writes everything as JSON to --output.
 """
 import argparse
 import contextlib
+import itertools
 import statistics
 import subprocess
 import sys
@@ -31,12 +32,12 @@ from typing import Dict, Iterator, List, Optional
 
 import spacy
 from spacy.language import Language
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_crf.threads import torch_default_threads
 
-from .common import bare, write_json
+from .common import bare, corpus_sentences, write_json
 
 STARTUP_SECONDS = 3.0
 COMPETITORS = {
@@ -48,13 +49,7 @@ COMPETITORS = {
 
 def sentences(nlp: Language, path: Path, n: int) -> List[Doc]:
     """The first n sentences of a .spacy corpus, each a Doc with its gold tags."""
-    out: List[Doc] = []
-    for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
-        for sent in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
-            out.append(sent.as_doc())
-            if len(out) == n:
-                return out
-    return out
+    return list(itertools.islice(corpus_sentences(nlp.vocab, path), n))
 
 
 @contextlib.contextmanager

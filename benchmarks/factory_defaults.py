@@ -21,11 +21,11 @@ from pathlib import Path
 
 import spacy
 import torch
-from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import add_allocator_argument, bare, environment, pipe_rates_in_turn, report, unannotated_docs, use_allocator
+from .common import (add_allocator_argument, bare, corpus_sentences, environment, pipe_rates_in_turn, report,
+                     unannotated_docs, use_allocator)
 
 LEGACY_MODEL = """
 [model]
@@ -70,19 +70,16 @@ def main() -> None:
     args = parser.parse_args()
     use_allocator(args.allocator)
     torch.set_num_threads(args.threads)
-    vocab = spacy.blank("en").vocab
-    docs = DocBin().from_disk(args.train).get_docs(vocab)
-    # one sentence per doc (as spacy convert --n-sents 1 gives) where the corpus marks sentences
-    train_docs = [s.as_doc() for d in docs for s in (d.sents if d.has_annotation("SENT_START") else [d[:]])]
+    train_docs = list(corpus_sentences(spacy.blank("en").vocab, args.train))
     config = {}
     if args.crf_model == "legacy":
         config["model"] = Config().from_str(LEGACY_MODEL)["model"]
     crf = initialized("crf_tagger", train_docs, args.init_sentences, config)
     base = initialized("tagger", train_docs, args.init_sentences)
-    docs = unannotated_docs(crf, args.dev)
     if args.sentences:
-        annotated = DocBin().from_disk(args.dev).get_docs(crf.vocab)
-        docs = [bare(s.as_doc()) for d in annotated for s in (d.sents if d.has_annotation("SENT_START") else [d[:]])]
+        docs = [bare(sentence) for sentence in corpus_sentences(crf.vocab, args.dev)]
+    else:
+        docs = unannotated_docs(crf, args.dev)
     modes = list(dict.fromkeys(args.quantize))
     names = {mode: args.crf_model if mode == "none" else f"{args.crf_model}, quantize {mode}" for mode in modes}
     pipelines = {mode: pickle.loads(pickle.dumps(crf)) for mode in modes}  # the same weights, one per mode

@@ -699,6 +699,16 @@ def training_unit(compare: Dict) -> str:
     return ", ".join(sorted(units))
 
 
+def round_ratios(ours: List[float], theirs: List[float]) -> List[float]:
+    """The per-round ratios of two systems timed in turn, sorted."""
+    return sorted(a / b for a, b in zip(ours, theirs, strict=True))
+
+
+def ratio_cell(ratios: List[float], digits: int) -> str:
+    """"median (lowest-highest)" of sorted ratios."""
+    return f"{statistics.median(ratios):.{digits}f}x ({ratios[0]:.{digits}f}x-{ratios[-1]:.{digits}f}x)"
+
+
 def peers(root: Path, folder: str = "speed", rounds: bool = False, against_tagger: bool = False) -> Optional[str]:
     """metrics/FOLDER/flair.json (`python -m benchmarks.peers ...`), with the
     training words/s of metrics/FOLDER/pipeline_compare.json; `rounds` adds
@@ -731,16 +741,11 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False, against_tagge
         train_cells = (f"{train:,.0f} | {train / trained['flair']:.1f}x" if train else "- | -")
         round_cell = ""
         if rounds and side.get("runs") and base.get("runs"):
-            ratios = sorted(ours / theirs for ours, theirs in zip(side["runs"], base["runs"], strict=True))
-            round_cell = f"| {statistics.median(ratios):.1f}x ({ratios[0]:.1f}x-{ratios[-1]:.1f}x) "
+            round_cell = f"| {ratio_cell(round_ratios(side['runs'], base['runs']), 1)} "
         elif rounds:
             round_cell = "| - "
         if tagger_runs:
-            if side.get("runs"):
-                ratios = sorted(ours / theirs for ours, theirs in zip(side["runs"], tagger_runs, strict=True))
-                round_cell += f"| {statistics.median(ratios):.2f}x ({ratios[0]:.2f}x-{ratios[-1]:.2f}x) "
-            else:
-                round_cell += "| - "
+            round_cell += f"| {ratio_cell(round_ratios(side['runs'], tagger_runs), 2)} " if side.get("runs") else "| - "
         lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
                      f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |")
     s = flair["settings"]
@@ -771,7 +776,7 @@ def peers_batch_sizes(root: Path, folders: Tuple[str, ...] = BATCH_SIZE_FOLDERS)
                ("spacy_tagger", "spaCy tagger")]
 
     def per_round(ours: Dict, theirs: Dict) -> float:
-        return statistics.median(a / b for a, b in zip(ours["runs"], theirs["runs"], strict=True))
+        return statistics.median(round_ratios(ours["runs"], theirs["runs"]))
 
     lines = [f"{environment_line(records[0])} One doc per sentence of EWT dev, one thread, the systems in turn, "
              f"medians of {records[0]['settings']['repeats']} rounds; in brackets the median of the per-round ratios to Flair.", "",

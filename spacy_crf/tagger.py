@@ -277,6 +277,13 @@ def _checked_temperature(value: Any, name: str) -> float:
     return float(value)
 
 
+def _checked_batch_words(value: Any, name: str) -> int:
+    """batch_words, or ValueError E032 unless it is a whole number >= 0 (a bool is not one)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(Errors.E032.format(name=name, value=value))
+    return value
+
+
 def _in_torch_threads(method: F) -> F:
     """Run a CRFTagger method with the torch thread count of its `threads`
     setting, restoring the process's count afterwards."""
@@ -327,8 +334,7 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E015.format(name=name, scheme=constraints, options=list(ENTITY_SCHEMES)))
         if not isinstance(by_sentence, bool):
             raise ValueError(Errors.E031.format(name=name, value=by_sentence))
-        if not isinstance(batch_words, int) or isinstance(batch_words, bool) or batch_words < 0:
-            raise ValueError(Errors.E032.format(name=name, value=batch_words))
+        _checked_batch_words(batch_words, name)
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError(Errors.E018.format(name=name, threads=threads))
         asks_spans = (
@@ -527,30 +533,27 @@ class CRFTagger(TrainablePipe):
         """
         if batch_words is None:
             batch_words = self.cfg.get("batch_words") or 0
-        elif not isinstance(batch_words, int) or isinstance(batch_words, bool) or batch_words < 0:
-            raise ValueError(Errors.E032.format(name=self.name, value=batch_words))
         error_handler = self.get_error_handler()
-        for docs in word_batches(stream, batch_size, batch_words):
+        for docs in word_batches(stream, batch_size, _checked_batch_words(batch_words, self.name)):
             try:
                 self.set_annotations(docs, self.predict(docs))
             except Exception as e:
-                if len(docs) <= batch_size:
+                if len(docs) > batch_size:  # a grown batch: again in spaCy's batches
+                    for start in range(0, len(docs), batch_size):
+                        yield from self._tagged(docs[start : start + batch_size], error_handler)
+                else:
                     error_handler(self.name, self, docs, e)
-                    continue
-                yield from self._pipe_in_parts(docs, batch_size, error_handler)
                 continue
             yield from docs
 
-    def _pipe_in_parts(self, docs: List[Doc], batch_size: int, error_handler: Callable) -> Iterator[Doc]:
-        """Tag docs `batch_size` at a time, each part through the error handler on its own."""
-        for start in range(0, len(docs), batch_size):
-            part = docs[start : start + batch_size]
-            try:
-                self.set_annotations(part, self.predict(part))
-            except Exception as e:
-                error_handler(self.name, self, part, e)
-                continue
-            yield from part
+    def _tagged(self, docs: List[Doc], error_handler: Callable) -> List[Doc]:
+        """The docs tagged, or none of them after the error handler had them."""
+        try:
+            self.set_annotations(docs, self.predict(docs))
+        except Exception as e:
+            error_handler(self.name, self, docs, e)
+            return []
+        return docs
 
     @_in_torch_threads
     def predict(self, docs: Iterable[Doc]) -> CRFPrediction:

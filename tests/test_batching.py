@@ -1,5 +1,4 @@
 """crf_tagger.pipe's batches: batch_size docs, grown by whole docs to batch_words tokens."""
-
 import numpy
 import pytest
 import spacy
@@ -24,6 +23,7 @@ def test_word_batches_are_the_shortest_that_hold_enough(batch_size, batch_words)
     docs = docs_of_lengths(rng.integers(0, 6, size=23).tolist())  # empty docs included
     batches = list(word_batches(iter(docs), batch_size, batch_words))
     assert [doc for batch in batches for doc in batch] == docs  # every doc once, in order
+
     def counted(docs):  # a doc counts as at least MIN_DOC_WORDS tokens
         return sum(max(len(doc), MIN_DOC_WORDS) for doc in docs)
 
