@@ -53,6 +53,20 @@ def test_tables_are_filled_from_outputs_and_others_left_alone(tmp_path):
     assert main(["--root", str(tmp_path), "--check"]) == 1
 
 
+def test_a_benchmark_json_in_metrics_leaves_the_results_table_alone(tmp_path):
+    """metrics/contention.json (the contention command's documented output) is
+    no `spacy evaluate` output: the results table keeps its rows."""
+    readme = "# x\n<!-- results:start -->\n| crf_tagger | 94.78 |\n<!-- results:end -->\n"
+    (tmp_path / "README.md").write_text(readme)
+    by_kind = {kind: {"median": 1.0, "runs": [1.0]} for kind in ("quiet", "torch", "busy")}
+    write(tmp_path / "metrics" / "contention.json", {
+        "settings": {"repeats": "3", "batch_size": "50", "updates": "8", "pipe_sentences": "1000"},
+        "results": {"crf_tagger": {"train updates/s": by_kind}}, "environment": ENV,
+    })
+    assert main(["--root", str(tmp_path)]) == 0
+    assert (tmp_path / "README.md").read_text() == readme
+
+
 def test_morph_and_rejected_spans_tables(tmp_path):
     from scripts.docs_tables import morph, rejected_spans
 
