@@ -27,6 +27,7 @@ from benchmarks.contention import table as contention_table
 from benchmarks.embedding import table as embedding_table
 from benchmarks.gpu import kernel_table as gpu_kernel_table
 from benchmarks.large_labels import table as large_labels_table
+from benchmarks.pruned_lattice import table as pruned_lattice_table
 from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
 from benchmarks.time_to_accuracy import table as time_to_accuracy_table
@@ -341,6 +342,16 @@ def large_labels_numba(
             "the operation added to a fresh process (with Numba, that includes loading Numba and its compiled code).")
     return (head + f"\n\n{titles[0]}:\n\n" + large_labels_table(runs[0]["rows"])
             + f"\n\n{titles[1]}:\n\n" + large_labels_table(runs[1]["rows"]))
+
+
+def pruned_lattice(root: Path, name: str = "tr_imst") -> Optional[str]:
+    """metrics/speed/pruned_lattice/NAME.json: `benchmarks.pruned_lattice`."""
+    record = load(root / "metrics" / "speed" / "pruned_lattice" / f"{name}.json")
+    if record is None:
+        return None
+    head = (f"{environment_line(record)} {record['sequences']:,} dev sentences, {record['tokens']:,} words, "
+            f"{record['labels']:,} bundles; {record['threads']} thread(s), medians of {record['repeats']}.")
+    return head + "\n\n" + pruned_lattice_table(record)
 
 
 def large_labels_gpu(root: Path) -> Optional[str]:
@@ -913,6 +924,7 @@ def probability_overhead(root: Path) -> Optional[str]:
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "large-labels": large_labels,
     "large-labels-numba": large_labels_numba,
+    "pruned-lattice": pruned_lattice,
     "raw-text-xpos-shipped": functools.partial(raw_text, runs=(
         ("crf_tagger `cpu.cfg`, `by_sentence = true`", "raw_text_cpu_5000.json"),
         ("crf_tagger `cpu.cfg`, `by_sentence = false`", "raw_text_cpu_5000_whole.json"),

@@ -352,6 +352,26 @@ def test_cpu_viterbi_table(tmp_path):
     assert "medians of 7 rounds" in performance
 
 
+def test_pruned_lattice_table(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "performance.md").write_text("<!-- table:pruned-lattice:start -->\n<!-- table:pruned-lattice:end -->\n")
+    write(tmp_path / "metrics" / "speed" / "pruned_lattice" / "tr_imst.json", {
+        "environment": ENV, "labels": 981, "sequences": 983, "tokens": 10542, "threads": 1, "repeats": 7,
+        "rows": [
+            {"decoder": "full, exact", "keep": 981, "decode_ms": 514.1, "kept_gold": 99.25, "as_exact": 100.0,
+             "bundle_accuracy": 80.29},
+            {"decoder": "full, pruned", "keep": 8, "decode_ms": 24.4, "first_pass_ms": 19.3, "kept_gold": 95.47,
+             "as_exact": 100.0, "bundle_accuracy": 80.29},
+            {"decoder": "factored, exact", "keep": 981, "decode_ms": 24.0, "kept_gold": 99.25, "bundle_accuracy": 80.17},
+        ],
+    })
+    assert main(["--root", str(tmp_path)]) == 0
+    performance = (tmp_path / "docs" / "performance.md").read_text()
+    assert "983 dev sentences, 10,542 words, 981 bundles; 1 thread(s), medians of 7." in performance
+    assert "| full, pruned | 8 | 24.4 (19.3) | 95.47% | 100.00% | 80.29 |" in performance
+    assert "| factored, exact | 981 | 24.0 | 99.25% | - | 80.17 |" in performance
+
+
 def test_bucketed_lstm_tables(tmp_path):
     """benchmarks.lstm_cpu's cases and pipelines, and the spacy train rounds of two codes."""
     from scripts.docs_tables import lstm_cpu, train_steps_before_after
