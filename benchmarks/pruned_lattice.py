@@ -38,6 +38,7 @@ import spacy
 import torch
 
 from spacy_crf.nn import dispatch
+from spacy_crf.targets import gold_ids as label_ids
 
 from .common import add_allocator_argument, bare, corpus_sentences, environment, median_ms, report, use_allocator
 
@@ -150,10 +151,7 @@ def _pruned(em, lengths, kept, transitions, start, end, paths, best):  # pragma:
 
 def gold_ids(crf, docs: List) -> List[numpy.ndarray]:
     """Per doc, each token's gold label id (-1: unknown or unseen in training)."""
-    index = {label: i for i, label in enumerate(crf.labels)}
-    target = crf._target
-    return [numpy.asarray([index.get(value, -1) if value else -1
-                           for value in target.predicted_values(doc, crf._scheme)]) for doc in docs]
+    return [label_ids(crf._target.predicted_values(doc, crf._scheme), crf.labels)[0] for doc in docs]
 
 
 def score_paths(paths: numpy.ndarray, lengths: numpy.ndarray, gold: List[numpy.ndarray],
