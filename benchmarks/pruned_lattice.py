@@ -7,11 +7,14 @@ Viterbi and factored transitions, on trained pos+morph pipelines.
 
 FULL_MODEL is a pipeline trained with `transitions = "full"` (a score for
 every pair of bundles). A pruned lattice keeps, at each token, the `keep`
-bundles with the highest emission scores (a zero-order first pass, O(K) a
-token) and runs the exact Viterbi over what it kept, with the full matrix
-(O(keep^2) a token instead of O(K^2)). Scored on the dev sentences, one
-sentence per sequence (as the configs train), gold tokens, each variant on
-the same emissions (one `predict` of the network):
+bundles with the highest emission scores (a zero-order first pass: K
+scores read a token, O(K * keep) at worst) and runs the exact Viterbi over
+what it kept, with the full matrix (O(keep^2) a token instead of O(K^2)).
+Scored on the dev sentences, each read whole as one sequence (as the
+configs train; a pipeline with `by_sentence = true` may cut one where the
+sentencizer finds a sentence end inside it, so `spacy train`'s dev scores
+differ a little), gold tokens, each variant on the same emissions (one
+`predict` of the network):
 
 - decode ms: the median time of the decode; for a pruned lattice, the sum of
   the first pass's median (its own column) and the lattice Viterbi's;
@@ -20,8 +23,8 @@ the same emissions (one `predict` of the network):
   whose gold bundle was seen in training);
 - as exact: the share of tokens labelled as the exact full Viterbi labels
   them;
-- bundle accuracy: UPOS and every feature right (the gold's unseen bundles
-  count as errors, as in `pos_morph_acc`).
+- bundle accuracy: UPOS and every feature right, over every word (a gold
+  bundle unseen in training, or unset, counts as an error).
 
 With --factored, the pipeline trained with `transitions = "factored"` (the
 config's setting) is scored the same way with its own exact Viterbi, for the
@@ -61,8 +64,9 @@ def kept_labels(emissions: numpy.ndarray, keep: int, lengths: Optional[numpy.nda
 
 @numba.njit(cache=True, nogil=True)
 def _top(em, lengths, kept):  # pragma: no cover - compiled
-    """Each real step's `keep` highest scores by insertion into a sorted
-    list: O(K) a token once the list is full, as a first pass should be."""
+    """Each real step's `keep` highest scores, highest first (the lower id
+    first among equal ones), by insertion into a sorted list: K reads a
+    token, and a shift of up to `keep` for each score that enters."""
     B, T, keep = kept.shape
     K = em.shape[2]
     values = numpy.empty(keep, dtype=em.dtype)
@@ -154,6 +158,11 @@ def gold_ids(crf, docs: List) -> List[numpy.ndarray]:
     return [label_ids(crf._target.predicted_values(doc, crf._scheme), crf.labels)[0] for doc in docs]
 
 
+def seen_share(gold: List[numpy.ndarray]) -> float:
+    """The % of tokens whose gold label is one of the labels."""
+    return round(100 * sum(int((g >= 0).sum()) for g in gold) / max(sum(len(g) for g in gold), 1), 2)
+
+
 def score_paths(paths: numpy.ndarray, lengths: numpy.ndarray, gold: List[numpy.ndarray],
                 exact: Optional[numpy.ndarray] = None) -> Dict[str, float]:
     """Bundle accuracy over every token (a gold bundle unseen in training
@@ -199,7 +208,7 @@ def measure(args) -> Dict:
     trans, start, end = (x.detach().float().contiguous().numpy() for x in (scores.transitions, scores.start, scores.end))
     n_tokens = int(lengths.sum())
 
-    seen = round(100 * sum(int((g >= 0).sum()) for g in gold) / n_tokens, 2)  # every label kept
+    seen = seen_share(gold)  # every label kept
     exact_paths = dispatch.viterbi_decode(scores)[0].numpy()
     rows = [{
         "decoder": "full, exact", "keep": len(crf.labels),
@@ -226,7 +235,7 @@ def measure(args) -> Dict:
         rows.append({
             "decoder": "factored, exact", "keep": len(f_crf.labels),
             "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(f_scores), args.repeats), 2),
-            "kept_gold": round(100 * sum(int((g >= 0).sum()) for g in f_gold) / n_tokens, 2),
+            "kept_gold": seen_share(f_gold),
             **score_paths(f_paths, f_lengths, f_gold),
         })
     return {

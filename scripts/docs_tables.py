@@ -33,6 +33,7 @@ from benchmarks.quantize import table as quantize_table
 from benchmarks.time_to_accuracy import table as time_to_accuracy_table
 
 from .morph_table import treebank_table as morph_treebank_table
+from .results_table import is_evaluate_output
 from .results_table import main as results_table
 
 PAGES = ["README.md", "docs/performance.md", "docs/accuracy.md"]
@@ -82,7 +83,7 @@ def results(root: Path) -> Optional[str]:
     """The results command's table (scripts.results_table)."""
     metrics = root / "metrics"
     # `spacy evaluate` outputs; other benchmarks also write to metrics/ (contention.json)
-    if not any(key in load(path) for path in metrics.glob("*.json") for key in ("tag_acc", "pos_acc", "ents_f")):
+    if not any(is_evaluate_output(load(path)) for path in metrics.glob("*.json")):
         return None
     out = io.StringIO()
     with redirect_stdout(out):

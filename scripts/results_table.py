@@ -106,15 +106,22 @@ def percent(value):
     return "-" if value is None else f"{100 * value:.2f}"
 
 
+def is_evaluate_output(scores: dict) -> bool:
+    """Whether a metrics/ JSON is `spacy evaluate`'s (a tagger's or a recogniser's scores)."""
+    return "tag_acc" in scores or "pos_acc" in scores or "ents_f" in scores
+
+
 def main(metrics_dir: str) -> None:
     metrics = Path(metrics_dir)
     root = metrics.parent
     taggers, recognisers = [], []
     for path in sorted(metrics.glob("*.json")):
         scores = json.loads(path.read_text())
+        if not is_evaluate_output(scores):
+            continue
         if "tag_acc" in scores or "pos_acc" in scores:
             taggers.append((path.stem, scores))
-        elif "ents_f" in scores:
+        else:
             recognisers.append((path.stem, scores))
 
     def train_time(config):

@@ -59,6 +59,8 @@ def test_kept_labels_are_each_tokens_highest_emissions():
     assert kept_labels(em, 9)[0, 0].tolist() == [0, 1, 2, 3]
     with pytest.raises(ValueError):
         kept_labels(em, 0)
+    ties = numpy.array([[[1.0, 2.0, 2.0, 0.0, 2.0]]])
+    assert kept_labels(ties, 2).tolist() == [[[1, 2]]]  # the lower ids first among equal scores
     rng = numpy.random.default_rng(0)
     em = rng.normal(size=(3, 5, 40)).astype(numpy.float32)
     for keep in (1, 7, 39):
@@ -85,6 +87,8 @@ def test_benchmark_scores_the_full_pipeline_pruned_and_the_factored_one(tmp_path
     assert [row["keep"] for row in pruned] == [1, 2, 50]
     assert exact["as_exact"] == 100.0 and pruned[-1]["as_exact"] == 100.0  # every label kept
     assert pruned[-1]["bundle_accuracy"] == exact["bundle_accuracy"]
+    # one bundle kept: the path is each token's best emission, right exactly where the gold was kept
+    assert pruned[0]["bundle_accuracy"] == pruned[0]["kept_gold"]
     kept_gold = [row["kept_gold"] for row in pruned]
     assert kept_gold == sorted(kept_gold) and kept_gold[-1] == 100.0
     assert all(row["decode_ms"] >= 0 for row in record["rows"])  # timed (tiny here: rounds to 0.0 ms)
