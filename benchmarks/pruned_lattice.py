@@ -48,14 +48,14 @@ from .common import add_allocator_argument, bare, corpus_sentences, environment,
 
 def kept_labels(emissions: numpy.ndarray, keep: int, lengths: Optional[numpy.ndarray] = None) -> numpy.ndarray:
     """(B, T, keep) the ids of each token's `keep` highest emission scores,
-    highest first (all K labels, in label order, when keep >= K). Steps past
-    a row's length (all of them kept when `lengths` is None) keep labels
-    0 to keep - 1."""
+    highest first (all K labels, in label order, when keep >= K: a read-only
+    view, not a (B, T, K) copy). Steps past a row's length (all of them kept
+    when `lengths` is None) keep labels 0 to keep - 1."""
     B, T, K = emissions.shape
     if keep < 1:
         raise ValueError(f"keep must be at least 1, not {keep}")
     if keep >= K:
-        return numpy.broadcast_to(numpy.arange(K, dtype=numpy.int64), (B, T, K)).copy()
+        return numpy.broadcast_to(numpy.arange(K, dtype=numpy.int64), (B, T, K))
     lengths = numpy.full(B, T, dtype=numpy.int64) if lengths is None else numpy.asarray(lengths, dtype=numpy.int64)
     kept = numpy.empty((B, T, keep), dtype=numpy.int64)
     _top(emissions, lengths, kept)

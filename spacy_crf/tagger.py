@@ -532,7 +532,7 @@ class CRFTagger(TrainablePipe):
         YIELDS (Doc): the docs, tagged, in order.
         """
         if batch_words is None:
-            batch_words = self.cfg.get("batch_words") or 0
+            batch_words = self.cfg["batch_words"]
         error_handler = self.get_error_handler()
         for docs in word_batches(stream, batch_size, _checked_batch_words(batch_words, self.name)):
             try:

@@ -21,6 +21,16 @@ def write_flair(path, side, batch_size=256):
         "epochs_done": 1, "seconds": 270.0, "stopped_early": False})
 
 
+def rendered_performance_page(root, table):
+    """docs/performance.md holding only the empty block of `table`, rendered
+    by scripts.docs_tables from root's metrics/; the page's text."""
+    page = root / "docs" / "performance.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f"<!-- table:{table}:start -->\n<!-- table:{table}:end -->\n")
+    assert main(["--root", str(root)]) == 0
+    return page.read_text()
+
+
 def test_tables_are_filled_from_outputs_and_others_left_alone(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "configs").mkdir()
@@ -205,8 +215,6 @@ def test_peers_table_gives_each_rounds_ratio(tmp_path):
 
 
 def test_embedding_table(tmp_path):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "performance.md").write_text("<!-- table:embedding:start -->\n<!-- table:embedding:end -->\n")
     write(tmp_path / "metrics" / "speed" / "embedding.json", {
         "model": "training/cpu/model-best", "quantize": "int8", "threads": 1, "repeats": 5,
         "products": {"rows": 1130, "n_in": 640, "n_out": 384,
@@ -216,8 +224,7 @@ def test_embedding_table(tmp_path):
                              "numpy BLAS, per distinct token": 39000},
         "changed_share": 0.0001, "environment": ENV,
     })
-    assert main(["--root", str(tmp_path)]) == 0
-    performance = (tmp_path / "docs" / "performance.md").read_text()
+    performance = rendered_performance_page(tmp_path, "embedding")
     assert "| forward X @ W.T | 18.50 | 6.10 | 3.03x |" in performance
     assert "| numpy BLAS, per distinct token | 39,000 | 1.30x |" in performance
     assert "medians of 5" in performance and "0.01%" in performance
@@ -335,8 +342,6 @@ def test_bf16_blocks_read_their_own_folder(tmp_path):
 
 
 def test_cpu_viterbi_table(tmp_path):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "performance.md").write_text("<!-- table:cpu-viterbi:start -->\n<!-- table:cpu-viterbi:end -->\n")
     write(tmp_path / "metrics" / "speed" / "cpu_viterbi.json", {
         "threads": 1, "repeats": 7, "environment": ENV,
         "rows": [{"model": "training/cpu/model-best", "corpus": "dev.spacy", "quantize": "none",
@@ -345,16 +350,13 @@ def test_cpu_viterbi_table(tmp_path):
                   "words_per_second": {"torch": 50000, "numba, padded": 52000, "numba": 55000}, "runs": {},
                   "tokens_labelled_differently": 0.0}],
     })
-    assert main(["--root", str(tmp_path)]) == 0
-    performance = (tmp_path / "docs" / "performance.md").read_text()
+    performance = rendered_performance_page(tmp_path, "cpu-viterbi")
     assert "| `training/cpu/model-best` | none | (201, 315, 49), full | True / True | 60.0 ms | 10.0 ms (6.0x) | 9.0 ms |" in performance
     assert ("| `training/cpu/model-best` | none | 50,000 | 52,000 (1.04x) | 55,000 (1.10x) | 0.00% |") in performance
     assert "medians of 7 rounds" in performance
 
 
 def test_pruned_lattice_table(tmp_path):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "performance.md").write_text("<!-- table:pruned-lattice:start -->\n<!-- table:pruned-lattice:end -->\n")
     write(tmp_path / "metrics" / "speed" / "pruned_lattice" / "tr_imst.json", {
         "environment": ENV, "labels": 981, "sequences": 983, "tokens": 10542, "threads": 1, "repeats": 7,
         "rows": [
@@ -365,8 +367,7 @@ def test_pruned_lattice_table(tmp_path):
             {"decoder": "factored, exact", "keep": 981, "decode_ms": 24.0, "kept_gold": 99.25, "bundle_accuracy": 80.17},
         ],
     })
-    assert main(["--root", str(tmp_path)]) == 0
-    performance = (tmp_path / "docs" / "performance.md").read_text()
+    performance = rendered_performance_page(tmp_path, "pruned-lattice")
     assert "983 dev sentences, 10,542 words, 981 bundles; 1 thread(s), medians of 7." in performance
     assert "| full, pruned | 8 | 24.4 (19.3) | 95.47% | 100.00% | 80.29 |" in performance
     assert "| factored, exact | 981 | 24.0 | 99.25% | - | 80.17 |" in performance
@@ -443,8 +444,6 @@ def test_morph_errors_table(tmp_path):
 
 
 def test_batch_words_table(tmp_path):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "performance.md").write_text("<!-- table:batch-words:start -->\n<!-- table:batch-words:end -->\n")
     write(tmp_path / "metrics" / "speed" / "batch_words" / "batch_words.json", {
         "crf_model": "crf", "baseline_model": "tagger", "docs": 4002, "words": 50294, "batch_size": 256,
         "threads": 1, "repeats": 7, "tagger_words_per_second": 20000, "environment": ENV,
@@ -455,8 +454,7 @@ def test_batch_words_table(tmp_path):
                   "ratio_to_tagger_range": [2.1, 2.4], "tokens_labelled_differently": 0.0,
                   "loaded_mb": 500.0, "pass_mb": 40.6}],
     })
-    assert main(["--root", str(tmp_path)]) == 0
-    performance = (tmp_path / "docs" / "performance.md").read_text()
+    performance = rendered_performance_page(tmp_path, "batch-words")
     assert "4,002 docs of one sentence (50,294 words), `nlp.pipe(batch_size=256)`, medians of 7 rounds" in performance
     assert "| 0 | 30,000 | 1.50x (1.40x-1.60x) | 0.00% | 12 MB |" in performance
     assert "| 16,384 | 45,000 | 2.25x (2.10x-2.40x) | 0.00% | 41 MB |" in performance
