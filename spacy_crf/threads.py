@@ -19,14 +19,20 @@ The component therefore runs its torch work inside `torch_threads(setting)`:
 
 The same count holds for numpy's BLAS (OpenBLAS, whose pool of one thread per
 core spins the same way) in the Thinc layers the component runs, through
-threadpoolctl. Both are process state (OpenMP's per-thread setting, MKL's and
-OpenBLAS's global ones), so the scope sets them on entry and puts back the
-previous values on exit: other code in the process runs with the counts it
-had. The count is per OS thread in OpenMP: a Python thread that starts using
-torch while another is inside the scope may keep the scope's count. No spaCy.
+threadpoolctl.
+
+Calls from several threads (a threaded web server): torch's count is per OS
+thread (OpenMP's), so each call sets its own thread's count and puts it back
+on exit, and never changes another thread's. A thread's count before its first
+call is the process's, also when the thread first used torch during another
+thread's call (torch copies the count in force then). The BLAS limit is
+process-wide: the first of the concurrent calls sets it, the last one to
+finish puts back what was there before any of them (under a lock), so
+concurrent calls run under the first one's BLAS limit. No spaCy.
 """
 import contextlib
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import FrozenSet, Iterator, Optional
@@ -63,18 +69,23 @@ def possible_defaults() -> FrozenSet[int]:
     return frozenset(counts)
 
 
-def user_chose_threads() -> bool:
+def user_chose_threads(current: int) -> bool:
     """Whether the process chose torch's thread count itself: an environment
-    variable, or torch.set_num_threads with a count torch would not pick."""
+    variable, or torch.set_num_threads with a count torch would not pick.
+
+    current (int): the thread's count, as torch.get_num_threads() gives it.
+    """
     if any(os.environ.get(name, "").strip() for name in THREAD_ENV_VARS):
         return True
-    return torch.get_num_threads() not in possible_defaults()
+    return current not in possible_defaults()
 
 
-def resolve_threads(setting: int) -> Optional[int]:
+def resolve_threads(setting: int, current: Optional[int] = None) -> Optional[int]:
     """The thread count for the component's torch work.
 
     setting (int): the component's `threads` setting; 0 is "auto".
+    current (Optional[int]): the calling thread's count before the call;
+        default torch.get_num_threads().
     RETURNS (Optional[int]): the count to run with, or None to keep torch's
         current count (the process chose it).
     """
@@ -82,31 +93,57 @@ def resolve_threads(setting: int) -> Optional[int]:
         raise ValueError(f"threads must be 0 (auto) or a positive count, got {setting}")
     if setting > 0:
         return setting
-    return None if user_chose_threads() else 1
+    current = torch.get_num_threads() if current is None else current
+    return None if user_chose_threads(current) else 1
+
+
+class _Scopes(threading.local):
+    """Per thread: whether the thread has run a call before."""
+
+    seen = False
+
+
+_scopes = _Scopes()
+_lock = threading.Lock()
+_running = 0  # calls inside torch_threads, over all threads
+_process_count: Optional[int] = None  # the count before the first of them
+_blas_scope: Optional[contextlib.ExitStack] = None
 
 
 @contextlib.contextmanager
 def torch_threads(setting: int) -> Iterator[int]:
     """Run the block with the thread count that `setting` resolves to, and
-    restore torch's previous count afterwards.
+    restore the calling thread's count afterwards (see the module for
+    several threads).
 
     setting (int): > 0 exactly that many threads; 0 auto (see the module).
-    YIELDS (int): the thread count in force inside the block.
+    YIELDS (int): the calling thread's thread count inside the block.
     """
-    wanted = resolve_threads(setting)
-    before = torch.get_num_threads()
-    if wanted is None:
-        yield before
-        return
-    with _blas_threads(wanted):
-        if wanted == before:
-            yield before
-            return
-        torch.set_num_threads(wanted)
-        try:
-            yield wanted
-        finally:
+    global _running, _process_count, _blas_scope
+    with _lock:
+        before = torch.get_num_threads()
+        if _running == 0:
+            _process_count = before
+        elif not _scopes.seen:  # its count may be the one another call set
+            before = _process_count
+        _scopes.seen = True
+        wanted = resolve_threads(setting, before)
+        if _running == 0 and wanted is not None:
+            _blas_scope = contextlib.ExitStack()
+            _blas_scope.enter_context(_blas_threads(wanted))
+        _running += 1
+    try:
+        if wanted is not None and wanted != torch.get_num_threads():
+            torch.set_num_threads(wanted)
+        yield torch.get_num_threads()
+    finally:
+        if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+        with _lock:
+            _running -= 1
+            if _running == 0 and _blas_scope is not None:
+                _blas_scope.close()
+                _blas_scope = None
 
 
 @lru_cache(maxsize=1)

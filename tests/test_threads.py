@@ -153,3 +153,47 @@ def test_numpy_blas_follows_the_scope(untouched_process):
     with torch_threads(3):
         assert blas_threads() == [3]
     assert blas_threads() == before
+
+
+def test_concurrent_calls_leave_every_count_as_it_was(untouched_process):
+    """Threads entering and leaving the scope in every order, with different
+    settings: each runs with its own count inside, and afterwards the
+    calling threads, a thread started later and numpy's BLAS have the counts
+    from before (the old scope let one thread restore another's count)."""
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return sorted({pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"})
+
+    default, blas_before = torch.get_num_threads(), blas_threads()
+    barrier, seen, errors = threading.Barrier(8), [], []
+
+    def call(setting, rounds=20):
+        try:
+            for i in range(rounds):
+                if i == 0:
+                    barrier.wait()
+                with torch_threads(setting) as inside:
+                    seen.append((setting, inside, torch.get_num_threads()))
+                    torch.ones(64, 64) @ torch.ones(64, 64)
+            seen.append(("after", setting, torch.get_num_threads()))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=call, args=(setting,)) for setting in (0, 2, 3, 0, 2, 3, 0, 1)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    expected = {0: 1, 1: 1, 2: 2, 3: 3}
+    assert all(inside == now == expected[setting] for setting, inside, now in seen if setting != "after")
+    assert all(now == default for kind, _, now in seen if kind == "after")
+    later = []
+    thread = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    assert torch.get_num_threads() == default and later == [default]
+    assert blas_threads() == blas_before

@@ -14,10 +14,14 @@ sizes are known, saves those sizes with the weights, and loads weights only.
   torch parameters `(shim.id, name)`, while `PyTorchShim.use_params` only
   looks for `"pytorch_{id}_{name}"`, so with `use_averages = true` the torch
   averages were never used. Both kinds of key are accepted.
-- With `set_quantize("int8")` (or "bf16"), prediction on the CPU runs an int8
-  (bfloat16) copy of the network (spacy_crf.nn.quantize), made at the first
-  prediction after the weights changed (an update, a load, averaged weights,
-  constraints); training and saving always use the float32 network.
+- Prediction never switches the network between train() and eval() (Thinc's
+  shim does, so a concurrent call could run with dropout on): it runs the
+  network's eval view, which shares its weights (spacy_crf.nn.quantize), so
+  any number of threads may predict at once. With `set_quantize("int8")` (or
+  "bf16"), prediction on the CPU runs an int8 (bfloat16) copy of the network
+  instead, made at the first prediction after the weights changed (an
+  update, a load, averaged weights, constraints); training and saving always
+  use the float32 network.
 - The optimizer's updates are written into the parameters' own memory
   (Thinc's shim makes each parameter a new tensor): the LSTM's weights stay
   the one contiguous buffer that cuDNN reads, with no re-flattening per step
@@ -69,14 +73,15 @@ class CRFShim(PyTorchShim):
         self._inference_copy = None
 
     def predict(self, inputs: ArgsKwargs) -> Any:
-        """The network's output without gradients; with quantize = "int8" or
-        "bf16" on the CPU, that copy's (made anew after the weights changed)."""
-        if self.quantize == "none" or self._model is None or self.device.type != "cpu":
-            return super().predict(inputs)
-        if self._inference_copy is None:
-            self._inference_copy = quantization.inference_copy(self._model, self.quantize)
-        with torch.no_grad():
-            return self._inference_copy(*inputs.args, **inputs.kwargs)
+        """The network's output without gradients, from its eval view; with
+        quantize = "int8" or "bf16" on the CPU, from that copy (made anew
+        after the weights changed). Safe to call from several threads."""
+        network = self._inference_copy
+        if network is None:
+            mode = self.quantize if self.device.type == "cpu" else "none"
+            network = self._inference_copy = quantization.inference_copy(self._model, mode)
+        with torch.no_grad(), torch.autocast(device_type="cuda", enabled=self._mixed_precision):
+            return network(*inputs.args, **inputs.kwargs)
 
     def set_label_classes(self, classes: Optional[Sequence[int]]) -> None:
         """The class id of each label, for factored transitions (read at `build`)."""

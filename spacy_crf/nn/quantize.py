@@ -1,6 +1,13 @@
-"""Reduced-precision inference copies of the network, for the CPU (pure
-torch, no spaCy). Both change outputs slightly (docs/performance.md measures
-the cost); the CRF's scores and decoding stay float32.
+"""The network as prediction runs it (pure torch, no spaCy).
+
+- "none": `eval_view`, the network itself in inference mode (no dropout),
+  sharing its weights, so that prediction never switches the module that
+  training uses between train() and eval(): any number of threads may
+  predict while the network stays as training left it.
+
+Reduced-precision inference copies, for the CPU; both change outputs slightly
+(docs/performance.md measures the cost); the CRF's scores and decoding stay
+float32.
 
 - "int8": torch's dynamic quantization (`torch.ao.quantization.quantize_dynamic`)
   stores the LSTM's and the linear layers' weights as int8 and quantizes the
@@ -64,9 +71,23 @@ def bf16_copy(network: nn.Module) -> nn.Module:
     return source
 
 
+def eval_view(network: nn.Module) -> nn.Module:
+    """The network in inference mode without changing it: a view of each
+    module with training = False that shares the module's parameters and
+    buffers (updates, loaded weights and constraints show through)."""
+    view = copy.copy(network)  # a new __dict__ over the same parameter and buffer dicts
+    view.__dict__["_modules"] = {
+        name: None if child is None else eval_view(child) for name, child in network._modules.items()
+    }
+    view.__dict__["training"] = False
+    return view
+
+
 def inference_copy(network: nn.Module, mode: str) -> nn.Module:
-    """The copy of the network that predicts on the CPU in this mode
-    ("int8" or "bf16")."""
+    """The network that predicts in this mode: the eval view for "none"; an
+    int8 or bfloat16 copy (for the CPU) for "int8" and "bf16"."""
+    if mode == "none":
+        return eval_view(network)
     if mode == "int8":
         return int8_copy(network)
     if mode == "bf16":
