@@ -15,6 +15,15 @@ class UnsafeModelError(ValueError):
     """A model file that would run code when loaded (E017)."""
 
 
+class DamagedModelError(ValueError):
+    """Saved files that fail their checks: a checksum (E007), non-finite
+    weights (E033) or an invalid cfg (E035)."""
+
+
+class NonFiniteScoresError(ValueError):
+    """The model's scores hold NaN or inf (E034)."""
+
+
 class Errors(metaclass=ErrorsWithCodes):
     E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
     E002 = (
@@ -154,6 +163,21 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' was given batch_words={value!r}: expected a whole "
         "number >= 0, the least number of tokens in a batch of `pipe` (0: "
         "batches of exactly batch_size docs)."
+    )
+
+    E033 = (
+        "The weights of component '{name}' hold NaN or inf (in {where}): the "
+        "file is damaged or the training that saved it diverged. The "
+        "component was left unchanged."
+    )
+    E034 = (
+        "The model's scores for a batch of {n_docs} docs ({n_tokens} tokens) "
+        "hold NaN or inf, so no labels were written: its weights or its input "
+        "vectors hold NaN or inf."
+    )
+    E035 = (
+        "The saved cfg of component '{name}' is invalid: {reason}. The "
+        "component was left unchanged."
     )
 
 

@@ -22,13 +22,15 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .batching import word_batches
 from .constraints import SCHEMES, allowed_transitions
-from .errors import Errors, UnsafeModelError
+from .errors import DamagedModelError, Errors, UnsafeModelError
+from .files import checksum, write_atomic
 from .ml import (
     CRFBatch,
     DocScores,
     count_known_words,
     crf_batch_loss,
     crf_shim,
+    first_non_finite_weight,
     set_constraints,
     set_label_classes,
     set_label_parts,
@@ -100,6 +102,8 @@ RUN_SETTINGS = (
     "incorrect_spans_key",
     "constraints",
 )
+# The cfg entry that holds the checksum of the saved cfg and weights.
+CHECKSUM = "checksum"
 
 
 class CRFPrediction(NamedTuple):
@@ -804,8 +808,49 @@ class CRFTagger(TrainablePipe):
             ])
         return rejected, patterns
 
-    # Serialization: to_bytes/to_disk are spaCy's; loading is checked first
+    # Serialization: the cfg carries a checksum of itself and the weights;
+    # the component's files are written atomically; loading is checked first
     # and leaves the component unchanged on failure.
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """Serialize the component to a bytestring.
+
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        RETURNS (bytes): the serialized component.
+        """
+        self._validate_serialization_attrs()
+        cfg, model_bytes = self._saved()
+        serialize = {
+            "cfg": lambda: srsly.json_dumps(cfg),
+            "vocab": lambda: self.vocab.to_bytes(exclude=exclude),
+            "model": lambda: model_bytes,
+        }
+        return util.to_bytes(serialize, exclude)
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the component to a directory: its cfg and model files are
+        each written atomically (a kill leaves the old file or the new one).
+
+        path (Union[str, Path]): the directory, created if missing.
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        """
+        self._validate_serialization_attrs()
+        path = util.ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        cfg, model_bytes = self._saved()
+        if "vocab" not in exclude:
+            self.vocab.to_disk(path / "vocab", exclude=exclude)
+        if "model" not in exclude:
+            write_atomic(path / "model", model_bytes)
+        if "cfg" not in exclude:
+            write_atomic(path / "cfg", srsly.json_dumps(cfg, indent=2))
+
+    def _saved(self) -> Tuple[Dict[str, Any], bytes]:
+        """The cfg as it is saved, with the checksum of itself and the weights, and the weights."""
+        model_bytes = self.model.to_bytes()
+        cfg = srsly.json_loads(srsly.json_dumps(self.cfg))  # as loading reads it back
+        cfg[CHECKSUM] = checksum(cfg, model_bytes)
+        return cfg, model_bytes
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
         """Load the component from a bytestring; on failure it is left unchanged.
@@ -847,7 +892,27 @@ class CRFTagger(TrainablePipe):
         return self
 
     def _load(self, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes]) -> None:
-        """Apply cfg and load the weights, or change nothing and raise."""
+        """Check the files, apply cfg and load the weights, or change nothing
+        and raise: E007 (unreadable, or not the checksum saved with them),
+        E035 (an invalid cfg), E033 (non-finite weights), E008 (weights that
+        do not fit the config), E017 (weights that would run code)."""
+        if cfg is not None:
+            if not isinstance(cfg, dict):
+                raise DamagedModelError(Errors.E035.format(name=self.name, reason="it is not a JSON object"))
+            cfg = dict(cfg)
+            saved_checksum = cfg.pop(CHECKSUM, None)
+            if saved_checksum is not None and model_bytes is not None:
+                found = checksum(cfg, model_bytes)
+                if found != saved_checksum:
+                    reason = (
+                        f"its cfg and weights have the checksum {found}, not the {saved_checksum} saved "
+                        "with them (a damaged or edited file; after editing the cfg on purpose, delete "
+                        f"its \"{CHECKSUM}\" entry)"
+                    )
+                    raise DamagedModelError(Errors.E007.format(name=self.name, reason=reason))
+            problem = self._cfg_problem(cfg)
+            if problem is not None:
+                raise DamagedModelError(Errors.E035.format(name=self.name, reason=problem))
         msg = None
         if model_bytes is not None:
             try:
@@ -856,13 +921,6 @@ class CRFTagger(TrainablePipe):
                     raise ValueError("no Thinc model in the data")
             except Exception as e:
                 raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
-        if cfg is not None and not (isinstance(cfg, dict) and isinstance(cfg.get("labels", []), list)):
-            raise ValueError(Errors.E007.format(name=self.name, reason="invalid cfg"))
-        if cfg is not None:
-            try:
-                _checked_temperature(cfg.get("temperature", 1.0), self.name)
-            except ValueError as e:
-                raise ValueError(Errors.E007.format(name=self.name, reason=str(e))) from e
         backup_cfg, backup_model = copy.deepcopy(self.cfg), self.model.to_bytes()
         try:
             if cfg is not None:
@@ -878,16 +936,40 @@ class CRFTagger(TrainablePipe):
                 n_out = self.model.get_ref("output_layer").maybe_get_dim("nO")
                 if n_out is not None and n_out != len(self.labels):
                     raise ValueError(f"the file's network has {n_out} labels, the component {len(self.labels)}")
+                where = first_non_finite_weight(self.model)
+                if where is not None:
+                    raise DamagedModelError(Errors.E033.format(name=self.name, where=where))
             set_constraints(self.model, self._constraint_masks())
         except Exception as e:
             self.cfg = backup_cfg
             self._forget_output_sizes()
             self.model.from_bytes(backup_model)
             set_constraints(self.model, self._constraint_masks())
-            if isinstance(e, UnsafeModelError):
+            if isinstance(e, (UnsafeModelError, DamagedModelError)):
                 raise
             raise ValueError(Errors.E008.format(name=self.name, detail=str(e))) from e
 
+    def _cfg_problem(self, cfg: Dict[str, Any]) -> Optional[str]:
+        """What is wrong with a saved cfg (without its checksum), or None:
+        its target, labels (unique strings the target can write) and
+        temperature are checked."""
+        target = cfg.get("target", self.cfg["target"])
+        if target not in TARGETS:
+            return f"unknown target {target!r}; expected one of {list(TARGETS)}"
+        labels = cfg.get("labels", [])
+        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+            return f"its labels must be a list of strings, not {labels!r:.80}"
+        if len(set(labels)) != len(labels):
+            repeated = next(label for label in labels if labels.count(label) > 1)
+            return f"the label {repeated!r} is listed more than once"
+        unwritable = [label for label in labels if not TARGETS[target].accepts(label)]
+        if unwritable:
+            return f"target {target!r} cannot write the label {unwritable[0]!r}"
+        try:
+            _checked_temperature(cfg.get("temperature", 1.0), self.name)
+        except ValueError as e:
+            return str(e)
+        return None
 
     def _forget_output_sizes(self) -> None:
         """Unset the label count and input width of the output layer (and the

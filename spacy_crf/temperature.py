@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
-import srsly
 from spacy.language import Language
 from spacy.training import Corpus, Example
 
@@ -426,7 +425,7 @@ def calibrate(
             written = Path(output)
             nlp.to_disk(written)
         else:
-            srsly.write_json(cfg_file, tagger.cfg)  # what the component's to_disk writes as "cfg"
+            tagger.to_disk(cfg_file.parent, exclude=["vocab"])  # its cfg and weights, with their checksum
             written = Path(model)
     return CalibrationResult(
         name, before, after, fit, len(examples), scores.n_gold_tokens, scores.n_unknown_labels, written, objective

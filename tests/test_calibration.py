@@ -286,7 +286,7 @@ def test_temperature_roundtrip(tagger_nlp, tmp_path):
 def test_pipelines_saved_without_a_temperature_read_one(tagger_nlp, tmp_path):
     tagger_nlp.to_disk(tmp_path)
     cfg = srsly.read_json(tmp_path / "crf_tagger" / "cfg")
-    del cfg["temperature"]
+    del cfg["temperature"], cfg["checksum"]  # as spacy-crf 0.1.0 saved it
     srsly.write_json(tmp_path / "crf_tagger" / "cfg", cfg)
     loaded = spacy.load(tmp_path)
     assert loaded.get_pipe("crf_tagger").temperature == 1.0
@@ -303,7 +303,11 @@ def test_an_invalid_saved_temperature_is_refused(tagger_nlp, tmp_path):
     cfg = srsly.read_json(tmp_path / "crf_tagger" / "cfg")
     srsly.write_json(tmp_path / "crf_tagger" / "cfg", {**cfg, "temperature": -2.0})
     tagger = tagger_nlp.get_pipe("crf_tagger")
-    with pytest.raises(ValueError, match=r"\[E007\].*\[E024\]"):
+    with pytest.raises(ValueError, match=r"\[E007\].*checksum"):  # an edited cfg
+        tagger.from_disk(tmp_path / "crf_tagger")
+    del cfg["checksum"]  # edited on purpose
+    srsly.write_json(tmp_path / "crf_tagger" / "cfg", {**cfg, "temperature": -2.0})
+    with pytest.raises(ValueError, match=r"\[E035\].*\[E024\]"):
         tagger.from_disk(tmp_path / "crf_tagger")
     assert tagger.temperature == 1.0
 

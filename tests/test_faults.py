@@ -48,3 +48,167 @@ def test_predict_leaves_the_network_in_training_mode_and_runs_without_dropout(dr
         numpy.testing.assert_array_equal(a, b)
     with torch.no_grad():
         assert network.dropout.p == 0.5
+
+
+# Finite or a coded error
+
+
+@pytest.fixture
+def trained_nlp_on_disk(tmp_path):
+    from .helpers import trained_nlp
+
+    nlp = trained_nlp()
+    nlp.to_disk(tmp_path / "nlp")
+    return nlp, tmp_path / "nlp"
+
+
+def _poison(nlp, where):
+    """Put NaN in the torch network's transitions, or inf in the whole first Thinc parameter."""
+    tagger = nlp.get_pipe("crf_tagger")
+    if where == "torch":
+        with torch.no_grad():
+            torch_network(tagger.model).transitions[0, 0] = float("nan")
+        return
+    node = next(node for node in tagger.model.walk() if node.param_names and node.has_param(node.param_names[0]))
+    node.get_param(node.param_names[0])[...] = numpy.inf
+
+
+@pytest.mark.parametrize("where", ["torch", "thinc"])
+def test_non_finite_weights_are_refused_at_load(trained_nlp_on_disk, tmp_path, where):
+    """0.3.0 loaded them and labelled every token with label 0."""
+    import spacy
+
+    nlp, _ = trained_nlp_on_disk
+    _poison(nlp, where)
+    nlp.to_disk(tmp_path / "poisoned")
+    with pytest.raises(ValueError, match=r"\[E033\]"):
+        spacy.load(tmp_path / "poisoned")
+    fresh = spacy.load(tmp_path / "nlp")
+    before = [t.tag_ for t in fresh("I like green eggs")]
+    with pytest.raises(ValueError, match=r"\[E033\]"):
+        fresh.get_pipe("crf_tagger").from_disk(tmp_path / "poisoned" / "crf_tagger")
+    assert [t.tag_ for t in fresh("I like green eggs")] == before  # left unchanged
+
+
+@pytest.mark.parametrize("where", ["torch", "thinc"])
+def test_non_finite_scores_raise_instead_of_writing_labels(trained_nlp_on_disk, where):
+    nlp, _ = trained_nlp_on_disk
+    _poison(nlp, where)
+    doc = nlp.make_doc("I like green eggs")
+    with pytest.raises(ValueError, match=r"\[E034\]"):
+        nlp.get_pipe("crf_tagger")(doc)
+    assert all(token.tag_ == "" for token in doc)
+    with pytest.raises(ValueError, match=r"\[E034\]"):
+        list(nlp.pipe(["I like ham", "eggs"]))
+
+
+# Integrity of saved files
+
+
+def test_every_bit_flip_in_the_weights_is_detected(trained_nlp_on_disk):
+    """0.3.0 loaded 5 of 5 flipped files silently, and a flip near the end
+    of the file read as a config mismatch (E008)."""
+    nlp, path = trained_nlp_on_disk
+    model_file = path / "crf_tagger" / "model"
+    data = model_file.read_bytes()
+    rng = numpy.random.default_rng(0)
+    positions = sorted({0, 1, len(data) - 1, len(data) - 2, *rng.integers(0, len(data), 40).tolist()})
+    tagger = nlp.get_pipe("crf_tagger")
+    before = [t.tag_ for t in nlp("I like green eggs")]
+    for position in positions:
+        flipped = bytearray(data)
+        flipped[position] ^= 1 << int(rng.integers(0, 8))
+        model_file.write_bytes(bytes(flipped))
+        with pytest.raises(ValueError, match=r"\[E007\]"):
+            tagger.from_disk(path / "crf_tagger", exclude=["vocab"])
+    assert [t.tag_ for t in nlp("I like green eggs")] == before
+    model_file.write_bytes(data)
+    tagger.from_disk(path / "crf_tagger", exclude=["vocab"])
+
+
+def test_the_checksum_covers_to_bytes_too(trained_nlp_on_disk):
+    import srsly
+
+    nlp, _ = trained_nlp_on_disk
+    tagger = nlp.get_pipe("crf_tagger")
+    msg = srsly.msgpack_loads(tagger.to_bytes())
+    msg["model"] = msg["model"][:-1] + bytes([msg["model"][-1] ^ 4])
+    with pytest.raises(ValueError, match=r"\[E007\]"):
+        tagger.from_bytes(srsly.msgpack_dumps(msg))
+
+
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda cfg: {**cfg, "labels": cfg["labels"] + cfg["labels"][:1]}, "more than once"),
+        (lambda cfg: {**cfg, "labels": cfg["labels"][:-1] + [7]}, "list of strings"),
+        (lambda cfg: {**cfg, "target": "pos"}, "cannot write the label"),
+        (lambda cfg: {**cfg, "target": "upos"}, "unknown target"),
+    ],
+)
+def test_an_invalid_saved_cfg_is_a_coded_error(trained_nlp_on_disk, edit, match):
+    """0.3.0 loaded a duplicated label, failed at predict with spaCy's E017
+    for an integer label, and with a KeyError shown as spaCy's E109 for
+    target "pos" over XPOS labels."""
+    import srsly
+
+    nlp, path = trained_nlp_on_disk
+    cfg = srsly.read_json(path / "crf_tagger" / "cfg")
+    with pytest.raises(ValueError, match=r"\[E007\].*checksum"):  # edited: not what was saved
+        srsly.write_json(path / "crf_tagger" / "cfg", edit(cfg))
+        nlp.get_pipe("crf_tagger").from_disk(path / "crf_tagger", exclude=["vocab"])
+    edited = edit(cfg)
+    del edited["checksum"]  # edited on purpose
+    srsly.write_json(path / "crf_tagger" / "cfg", edited)
+    with pytest.raises(ValueError, match=rf"\[E035\].*{match}"):
+        nlp.get_pipe("crf_tagger").from_disk(path / "crf_tagger", exclude=["vocab"])
+    assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
+
+
+_SAVE_FOREVER = """
+import sys, spacy
+first, second, target = spacy.load(sys.argv[1]), spacy.load(sys.argv[2]), sys.argv[3]
+print("ready", flush=True)
+while True:
+    for nlp in (first, second):
+        nlp.get_pipe("crf_tagger").to_disk(target, exclude=["vocab"])
+"""
+
+
+def test_a_kill_while_saving_leaves_whole_files(tmp_path):
+    """kill -9 of a process that keeps saving the component: each of its
+    files is the old one or the new one, never a part (0.3.0 wrote in
+    place, and a killed `spacy train` left a truncated model-last)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .helpers import make_examples as examples_of, trained_nlp
+
+    versions = []
+    for steps in (1, 2):
+        nlp = make_nlp()
+        train(nlp, examples_of(nlp), steps=steps)
+        nlp.to_disk(tmp_path / f"v{steps}")
+        versions.append(tmp_path / f"v{steps}")
+    whole = {name: {(v / "crf_tagger" / name).read_bytes() for v in versions} for name in ("cfg", "model")}
+    target = tmp_path / "target"
+    trained_nlp().get_pipe("crf_tagger").to_disk(target)
+    whole = {name: whole[name] | {(target / name).read_bytes()} for name in whole}
+    rng = numpy.random.default_rng(0)
+    for _ in range(3):
+        with subprocess.Popen(
+            [sys.executable, "-c", _SAVE_FOREVER, str(versions[0]), str(versions[1]), str(target)],
+            stdout=subprocess.PIPE, text=True,
+        ) as process:
+            assert process.stdout.readline().strip() == "ready"
+            time.sleep(float(rng.uniform(0.05, 0.5)))
+            os.kill(process.pid, signal.SIGKILL)
+        for name in ("cfg", "model"):
+            assert (target / name).read_bytes() in whole[name]
+        try:  # the files of one save, or a mix that the checksum refuses
+            make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
+        except ValueError as e:
+            assert "[E007]" in str(e) and "checksum" in str(e)

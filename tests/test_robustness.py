@@ -300,6 +300,11 @@ def test_model_file_with_code_is_refused_without_running_it(trained, tmp_path):
             node_shims[i] = srsly.msgpack_dumps(shim_msg)
     tagger.to_disk(tmp_path / "evil")
     (tmp_path / "evil" / "model").write_bytes(srsly.msgpack_dumps(msg))
+    with pytest.raises(ValueError, match=r"\[E007\].*checksum"):  # not the weights saved with the cfg
+        tagger.from_disk(tmp_path / "evil")
+    cfg = srsly.read_json(tmp_path / "evil" / "cfg")
+    del cfg["checksum"]  # as a crafted file would come
+    srsly.write_json(tmp_path / "evil" / "cfg", cfg)
     with pytest.raises(ValueError, match=r"\[E017\]"):
         make_nlp().get_pipe("crf_tagger").from_disk(tmp_path / "evil")
     with pytest.raises(ValueError, match=r"\[E017\]"):

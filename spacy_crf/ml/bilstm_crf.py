@@ -308,3 +308,19 @@ def _convert_outputs(
         return ArgsKwargs(args=(tensors,), kwargs={"grad_tensors": grads})
 
     return scores, backprop
+
+
+def first_non_finite_weight(model: Model) -> Optional[str]:
+    """The name of the first weight of a BiLSTMCRF model (its Thinc layers'
+    parameters, then the torch network's state) that holds NaN or inf; None
+    if every weight is finite."""
+    for node in model.walk():
+        for name in node.param_names:
+            if node.has_param(name) and not bool(node.ops.xp.isfinite(node.get_param(name)).all()):
+                return f"{node.name}.{name}"
+    network = torch_network(model)
+    if network is not None:
+        for name, tensor in network.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                return f"network.{name}"
+    return None

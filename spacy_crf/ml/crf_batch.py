@@ -253,9 +253,12 @@ class CRFBatch:
         return torch.from_numpy(grid).to(mask.device)
 
     def is_finite(self) -> bool:
-        """Whether every score (emissions, transitions, start, end) is finite."""
-        emissions, _, transitions, start, end, _ = self.scores
-        return all(bool(torch.isfinite(t).all()) for t in (emissions, transitions, start, end))
+        """Whether every score (emissions, transitions, start, end) is
+        finite; packed emissions are read as they are (one host sync)."""
+        raw = self.raw
+        emissions = raw.data if isinstance(raw, PackedScores) else raw.emissions
+        tensors = [t for t in (emissions, raw.transitions, raw.start, raw.end) if t is not None]
+        return bool(torch.stack([torch.isfinite(t).all() for t in tensors]).all())
 
     def decode(self) -> List[numpy.ndarray]:
         """The Viterbi label ids of each doc (int64, one per token)."""

@@ -26,6 +26,9 @@ window of a long doc in a call of its own, decoded and dropped before the
 next, and the windows' results are joined per doc (windows are independent
 CRF sequences, like chunks).
 
+Scores that hold NaN or inf (weights or input vectors gone non-finite) raise
+E034 before anything is decoded from them.
+
 The temperature of the probabilities is applied here, once: every batch that
 `_score` hands out carries it (see `CRFBatch.tempered`), so every method
 below gives probabilities at that temperature and decodes the same paths.
@@ -40,6 +43,7 @@ from spacy.strings import hash_string
 from spacy.tokens import Doc
 from thinc.api import Model
 
+from ..errors import Errors, NonFiniteScoresError
 from .bilstm_crf import crf_shim, predict_by_pieces
 from .crf_batch import (
     CRFBatch,
@@ -223,6 +227,8 @@ class DocScores:
                 batch = predict_by_pieces(self.model, docs, pieces)
             else:
                 batch = self.model.predict(docs)
+            if not batch.is_finite():
+                raise NonFiniteScoresError(Errors.E034.format(n_docs=len(docs), n_tokens=sum(len(d) for d in docs)))
         return batch.with_temperature(self.temperature)
 
 
