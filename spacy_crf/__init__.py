@@ -6,6 +6,8 @@ Where things are:
   and "ents" mean (labels, gold values, writing);
 - constraints.py: which transitions a tag scheme allows;
 - threads.py: the CPU thread count of the component's torch work;
+- schedules.py: the learning-rate schedule of the shipped configs;
+- files.py: atomic writes and the checksum of saved components;
 - readers.py: a training corpus of gold-tokenised sentences and whole docs;
 - calibration.py: ECE, Brier score and reliability bins of probabilities;
 - temperature.py: fitting the temperature of the CRF's probabilities (`calibrate`);
@@ -28,6 +30,7 @@ from .ml import (
     build_hash_char_embed_v4,
 )
 from .readers import create_sentences_and_docs_reader
+from .schedules import warmup_linear
 from .scorers import make_crf_tagger_scorer, make_crf_tagger_scorer_v2
 from .tagger import CRFPrediction, CRFTagger, make_crf_tagger
 
@@ -47,4 +50,5 @@ __all__ = [
     "make_crf_tagger",
     "make_crf_tagger_scorer",
     "make_crf_tagger_scorer_v2",
+    "warmup_linear",
 ]

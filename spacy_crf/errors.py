@@ -179,6 +179,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "The saved cfg of component '{name}' is invalid: {reason}. The "
         "component was left unchanged."
     )
+    E036 = (
+        "Component '{name}' has nothing to rehearse: call `nlp.resume_training()` "
+        "first, which keeps a copy of the component as it is to rehearse towards."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

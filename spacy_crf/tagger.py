@@ -356,6 +356,8 @@ class CRFTagger(TrainablePipe):
         self.model = model
         self.name = name
         self.scorer = scorer
+        # the model as nlp.resume_training() found it, for `rehearse`
+        self._rehearsal_model: Optional[Model] = None
         # runtime settings (in the pipeline's config.cfg, not in self.cfg)
         self.threads = threads
         self.quantize = quantize
@@ -745,6 +747,49 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         batch, backprop = self.model.begin_update([eg.predicted for eg in examples])
         loss, d_batch = self.get_loss(examples, batch)
+        backprop(d_batch)
+        if sgd not in (None, False):
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    @_in_torch_threads
+    def rehearse(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Keep what the component knew while it is fine-tuned: one CRF NLL
+        step towards the labels that the rehearsal model (the component as
+        `nlp.resume_training()` found it) decodes for the examples' docs; the
+        examples' annotations are not read (as spaCy's Tagger rehearses
+        towards its earlier scores).
+
+        examples (Iterable[Example]): the batch (raw text is enough).
+        drop (float): the dropout rate of the Thinc layers.
+        sgd (Optional[Optimizer]): the optimizer; None accumulates gradients.
+        losses (Optional[Dict[str, float]]): the running losses, by component.
+        RETURNS (Dict[str, float]): the updated losses.
+        """
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "CRFTagger.rehearse")
+        if self._rehearsal_model is None:
+            raise ValueError(Errors.E036.format(name=self.name))
+        docs = [eg.predicted for eg in examples]
+        if not any(len(doc) for doc in docs):
+            return losses
+        taught = self._rehearsal_model.predict(docs).decode()
+        set_dropout_rate(self.model, drop)
+        batch, backprop = self.model.begin_update(docs)
+        loss, d_batch = crf_batch_loss(batch, taught, [numpy.full(len(ids), -1, dtype="int64") for ids in taught])
+        if not numpy.isfinite(loss):
+            raise ValueError(Errors.E006.format(what="The rehearsal loss", name=self.name))
         backprop(d_batch)
         if sgd not in (None, False):
             self.finish_update(sgd)

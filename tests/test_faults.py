@@ -212,3 +212,95 @@ def test_a_kill_while_saving_leaves_whole_files(tmp_path):
             make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
         except ValueError as e:
             assert "[E007]" in str(e) and "checksum" in str(e)
+
+
+# Fine-tuning
+
+
+def _weights_vector(nlp):
+    from .helpers import model_weights
+
+    return numpy.concatenate([w.ravel() for w in model_weights(nlp.get_pipe("crf_tagger"))])
+
+
+def test_the_schedule_is_thincs_but_at_step_0():
+    from itertools import islice
+
+    from thinc.schedules import warmup_linear as thinc_warmup_linear
+
+    from spacy_crf.schedules import warmup_linear
+
+    ours = list(islice(warmup_linear(0.002, 10, 50, resume_rate=0.0002), 60))
+    thincs = list(islice(thinc_warmup_linear(0.002, 10, 50), 60))
+    assert ours[0] == 0.0002 and thincs[0] == 0.0
+    assert ours[1:] == thincs[1:]
+
+
+SHIPPED_CONFIGS = sorted(__import__("pathlib").Path(__file__).parent.parent.glob("configs/*.cfg"))
+
+
+@pytest.mark.parametrize("path", SHIPPED_CONFIGS, ids=lambda p: p.name)
+def test_the_optimizer_resume_training_builds_from_a_shipped_config_learns(path):
+    """With warmup_linear.v1 (0.3.0's configs) its rate was 0: nlp.update
+    does not step schedules, so fine-tuning changed no weight."""
+    from spacy.util import load_config, registry
+
+    config = load_config(path, interpolate=False)
+    optimizer = registry.resolve({"optimizer": config["training"]["optimizer"]})["optimizer"]
+    assert optimizer.learn_rate > 0
+
+
+def test_resume_training_and_update_learn_with_cpu_cfg(tmp_path):
+    """spacy.load of a pipeline trained with configs/cpu.cfg, then
+    nlp.resume_training() and nlp.update(): the weights change and the loss falls."""
+    import spacy
+    from spacy.training import Example
+    from spacy.util import load_config, load_model_from_config
+
+    from .helpers import TRAIN_DATA
+
+    config = load_config(
+        __import__("pathlib").Path(__file__).parent.parent / "configs" / "cpu.cfg",
+        overrides={"components.crf_tagger.model.tok2vec.min_count": 1},
+    )
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    examples = [Example.from_dict(nlp.make_doc(text), annots) for text, annots in TRAIN_DATA]
+    nlp.initialize(lambda: examples)
+    nlp.to_disk(tmp_path / "nlp")
+    nlp = spacy.load(tmp_path / "nlp")
+    optimizer = nlp.resume_training()
+    assert optimizer.learn_rate == config["training"]["optimizer"]["learn_rate"]["resume_rate"]
+    before = _weights_vector(nlp)
+    new = [Example.from_dict(nlp.make_doc(text), {"tags": ["V", "N"]}) for text in ("Eat eggs", "Like ham")]
+    trajectory = []
+    for _ in range(15):
+        losses = {}
+        nlp.update(new, sgd=optimizer, losses=losses)
+        trajectory.append(losses["crf_tagger"])
+    assert not numpy.array_equal(before, _weights_vector(nlp))
+    assert trajectory[-1] < 0.75 * trajectory[0]
+
+
+def test_rehearse_steps_towards_the_pipelines_earlier_labels():
+    """0.3.0 inherited TrainablePipe.rehearse: losses {} and no weight changed."""
+    from spacy.training import Example
+
+    from .helpers import TEST_TEXTS, trained_nlp
+
+    nlp = trained_nlp()
+    texts = [text for text in TEST_TEXTS if text]
+    raw = [Example(nlp.make_doc(text), nlp.make_doc(text)) for text in texts]
+    with pytest.raises(ValueError, match=r"\[E036\]"):
+        nlp.rehearse(raw)
+    before_tags = [[t.tag_ for t in nlp(text)] for text in texts]
+    optimizer = nlp.resume_training()
+    before = _weights_vector(nlp)
+    losses = nlp.rehearse(raw, sgd=optimizer)
+    assert losses["crf_tagger"] > 0
+    assert not numpy.array_equal(before, _weights_vector(nlp))
+    # fine-tuning on new labels while rehearsing keeps the old labels elsewhere
+    new = [Example.from_dict(nlp.make_doc("ham"), {"tags": ["V"]})]
+    for _ in range(10):
+        nlp.update(new, sgd=optimizer)
+        nlp.rehearse(raw, sgd=optimizer)
+    assert [[t.tag_ for t in nlp(text)] for text in texts] == before_tags

@@ -18,7 +18,10 @@ REGISTERED = [
     ("architectures", "spacy_crf.CharCNN.v1"),
     ("scorers", "spacy_crf.crf_tagger_scorer.v1"),
     ("scorers", "spacy_crf.crf_tagger_scorer.v2"),
+    ("schedules", "spacy_crf.warmup_linear.v1"),
 ]
+# the entry point group of each registry (schedules are Thinc's)
+GROUPS = {"architectures": "spacy_architectures", "scorers": "spacy_scorers", "schedules": "thinc_schedules"}
 
 
 @pytest.mark.parametrize("registry_name,func_name", REGISTERED)
@@ -42,7 +45,8 @@ def test_entry_points_work_without_importing_spacy_crf():
         " ('architectures', 'spacy_crf.CharCNN.v1'),"
         " ('architectures', 'spacy_crf.BiLSTMCRF.v3'),"
         " ('scorers', 'spacy_crf.crf_tagger_scorer.v1'),"
-        " ('scorers', 'spacy_crf.crf_tagger_scorer.v2')]:\n"
+        " ('scorers', 'spacy_crf.crf_tagger_scorer.v2'),"
+        " ('schedules', 'spacy_crf.warmup_linear.v1')]:\n"
         "    getattr(spacy.registry, kind).get(name)\n"
         "print(nlp.pipe_names)\n"
     )
@@ -58,10 +62,9 @@ def test_public_exports_match_the_registered_names():
     exported = {getattr(spacy_crf, name) for name in spacy_crf.__all__}
     for registry_name, func_name in REGISTERED:
         assert getattr(spacy.registry, registry_name).get(func_name) in exported, func_name
-    groups = {f"spacy_{registry_name}" for registry_name, _ in REGISTERED}
-    declared = {(ep.group, ep.name) for group in groups for ep in entry_points(group=group)}
+    declared = {(ep.group, ep.name) for group in GROUPS.values() for ep in entry_points(group=group)}
     for registry_name, func_name in REGISTERED:
-        assert (f"spacy_{registry_name}", func_name) in declared
+        assert (GROUPS[registry_name], func_name) in declared
 
 
 def test_one_version_string():
