@@ -744,14 +744,8 @@ class CRFTagger(TrainablePipe):
         validate_examples(examples, "CRFTagger.update")
         if not any(len(eg.predicted) for eg in examples):
             return losses
-        set_dropout_rate(self.model, drop)
-        batch, backprop = self.model.begin_update([eg.predicted for eg in examples])
-        loss, d_batch = self.get_loss(examples, batch)
-        backprop(d_batch)
-        if sgd not in (None, False):
-            self.finish_update(sgd)
-        losses[self.name] += loss
-        return losses
+        docs = [eg.predicted for eg in examples]
+        return self._step(docs, lambda batch: self.get_loss(examples, batch), drop, sgd, losses)
 
     @_in_torch_threads
     def rehearse(
@@ -785,11 +779,28 @@ class CRFTagger(TrainablePipe):
         if not any(len(doc) for doc in docs):
             return losses
         taught = self._rehearsal_model.predict(docs).decode()
+        none_excluded = [numpy.full(len(ids), -1, dtype="int64") for ids in taught]
+
+        def loss_of(batch: CRFBatch) -> Tuple[float, CRFBatch]:
+            loss, d_batch = crf_batch_loss(batch, taught, none_excluded)
+            if not numpy.isfinite(loss):
+                raise ValueError(Errors.E006.format(what="The rehearsal loss", name=self.name))
+            return loss, d_batch
+
+        return self._step(docs, loss_of, drop, sgd, losses)
+
+    def _step(
+        self,
+        docs: List[Doc],
+        loss_of: Callable[[CRFBatch], Tuple[float, CRFBatch]],
+        drop: float,
+        sgd: Optional[Optimizer],
+        losses: Dict[str, float],
+    ) -> Dict[str, float]:
+        """One gradient step of the loss that `loss_of` gives for the docs' scores."""
         set_dropout_rate(self.model, drop)
         batch, backprop = self.model.begin_update(docs)
-        loss, d_batch = crf_batch_loss(batch, taught, [numpy.full(len(ids), -1, dtype="int64") for ids in taught])
-        if not numpy.isfinite(loss):
-            raise ValueError(Errors.E006.format(what="The rehearsal loss", name=self.name))
+        loss, d_batch = loss_of(batch)
         backprop(d_batch)
         if sgd not in (None, False):
             self.finish_update(sgd)
