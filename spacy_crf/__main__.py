@@ -30,7 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     tag.add_argument("--shard-size", type=int, default=10000, help="records per output shard")
     tag.add_argument("--address", default=None, help="Ray cluster to join, e.g. auto or HOST:6379 (default: start one)")
     tag.add_argument("--runtime-env", default=None, help="Ray runtime environment as JSON, when Ray is started here")
-    tag.add_argument("--on-error", choices=["skip", "raise"], default="skip", help="what a bad record does")
+    tag.add_argument("--on-error", choices=["skip", "raise"], default="skip",
+                     help="what a record that cannot be read, tagged or written does: skip (reported in "
+                          "OUTPUT/bad_records/) or raise")
     tag.add_argument("--input-format", choices=["jsonl", "text", "parquet", "docbin"], default=None,
                      help="default: from each file's suffix (.jsonl, .txt, .parquet, .spacy)")
     tag.add_argument("--output-format", choices=["docbin", "parquet", "jsonl"], default="docbin")
@@ -38,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     tag.add_argument("--id-field", default="id", help="JSON field or Parquet column of the document id")
     tag.add_argument("--max-shards", type=int, default=None, help="stop after this many shards (rerun to go on)")
     tag.add_argument("--overwrite", action="store_true",
-                     help="start over: delete an earlier job's shards and manifest in OUTPUT first")
+                     help="start over: delete an earlier job's shards, bad records and manifest in OUTPUT first "
+                          "(needed when INPUT changed)")
     tag.add_argument("--no-progress", action="store_true", help="no progress bar")
     calibrate = commands.add_parser(
         "calibrate",
@@ -105,8 +108,9 @@ def _tag(args: argparse.Namespace) -> int:
         return 1
     msg.good(
         f"Tagged {summary.docs:,} docs, {summary.words:,} words in {summary.seconds:.1f} s "
-        f"({summary.words_per_second:,.0f} words/s); shards written {summary.shards_written}, "
-        f"skipped (complete) {summary.shards_skipped} of {summary.shards}; bad records {summary.bad_records}"
+        f"({summary.words_per_second:,.0f} words/s); shards written {summary.shards_written} (of which redone "
+        f"{summary.shards_redone}), skipped (complete) {summary.shards_skipped} of {summary.shards}; bad records "
+        f"{summary.bad_records}" + (f", reported in {summary.output}/bad_records/" if summary.bad_records else "")
     )
     print(json.dumps(summary.to_dict()))
     return 0

@@ -6,29 +6,47 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Callable, Dict, Union
+
+# The name of every temporary file `write_atomic` makes starts with this (a
+# killed writer can leave one: see `spacy_crf.corpus.writers.remove_temporary_files`).
+TEMPORARY_PREFIX = ".tmp-"
+_BLOCK = 1 << 20
 
 
-def write_atomic(path: Union[str, Path], data: Union[bytes, str]) -> None:
+def write_atomic(path: Union[str, Path], data: Union[bytes, str, Callable[[Path], Any]]) -> None:
     """Write the file through a temporary file in its folder, flushed to disk
     and renamed over it.
 
     path (Union[str, Path]): the file.
-    data (Union[bytes, str]): its content (str is written as UTF-8).
+    data (Union[bytes, str, Callable[[Path], Any]]): its content (str is
+        written as UTF-8), or a function that writes the file at the path it
+        is given.
     """
     path = Path(path)
-    if isinstance(data, str):
-        data = data.encode("utf8")
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f"{TEMPORARY_PREFIX}{path.name}.", dir=path.parent)
+    temporary = Path(name)
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
+            if not callable(data):
+                file.write(data.encode("utf8") if isinstance(data, str) else data)
+        if callable(data):
+            data(temporary)
+        with open(temporary, "rb") as file:
             os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+def file_sha256(path: Union[str, Path]) -> str:
+    """The sha256 of a file (hex), read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def checksum(cfg: Dict[str, Any], model_bytes: bytes) -> str:

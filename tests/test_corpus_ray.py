@@ -1,6 +1,7 @@
 """Tagging a corpus on the ray engine, on a local 2-CPU Ray cluster started
 once for the module: the same output as nlp.pipe and the local engine, for
-every input format; resumption; a worker that dies; bad records."""
+every input format; resumption; a worker that dies; bad records, of reading
+and of the pipeline."""
 import pytest
 import spacy
 import torch
@@ -129,6 +130,22 @@ def test_bad_records_skipped_or_raised(model, tmp_path):
     assert [m.split(", ", 1)[1].split(":")[0] for m in summary.bad_messages] == ["line 2", "line 3"]
     with pytest.raises(BadRecordError, match=r"\[E105\] Bad record in .*in.jsonl, line 2"):
         tag(model, path, tmp_path / "out-raise", on_error="raise")
+
+
+def test_records_that_fail_in_the_pipeline_are_reported_on_ray(model, tmp_path):
+    """A lone surrogate (spaCy's tokenizer), a text over max_length and an id
+    that cannot be encoded are bad records on the actors too: no RayTaskError,
+    and their batch-mates are tagged."""
+    import json
+
+    rows = [{"id": "a", "text": "I like ham"}, {"id": "b", "text": "x \ud800"}, {"id": "c", "text": "eggs " * 200_001},
+            {"id": "d\ud800", "text": "ham"}, {"id": "e", "text": "Eat eggs"}]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", workers=1)
+    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {"a": "I like ham", "e": "Eat eggs"}))
+    reports = [json.loads(line) for line in next((tmp_path / "out" / "bad_records").iterdir()).read_text().splitlines()]
+    assert [(r["id"], r["code"]) for r in reports] == [("b", "E114"), ("c", "E114"), ("d\ud800", "E115")]
+    assert summary.bad_records == 3
 
 
 def test_command_line_joins_a_running_cluster(model, tmp_path):

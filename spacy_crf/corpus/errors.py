@@ -1,7 +1,7 @@
-"""Coded error messages of corpus tagging, in spaCy's style.
+"""Coded error and warning messages of corpus tagging, in spaCy's style.
 
-The codes start at E101 so that they never collide with the component's own
-(spacy_crf/errors.py, E001 upwards).
+The codes start at E101 and W101 so that they never collide with the
+component's own (spacy_crf/errors.py, E001 and W001 upwards).
 """
 from ..errors import ErrorsWithCodes
 
@@ -21,7 +21,7 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "The pipeline '{model}' has no crf_tagger component (its components: "
         "{components}). Tag with a pipeline trained with spacy-crf."
     )
-    E105 = "Bad record in {path}, {where}: {reason}."
+    E105 = "Bad record in {path}, {where}: {reason} (id {id})."
     E106 = (
         "Cannot tell the format of input file '{path}' from its suffix: pass "
         "one of {options} as the input format."
@@ -43,6 +43,27 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "--engine ray for several GPU workers."
     )
     E113 = "{action} Parquet needs pyarrow: pip install \"spacy-crf[corpus]\"."
+    E114 = "Bad record in {path}, {where}: the pipeline cannot tag it: {reason} (id {id})."
+    E115 = "Bad record in {path}, {where}: its output cannot be written: {reason} (id {id})."
+    E116 = (
+        "The input changed since the job in '{path}' began ({detail}): resuming "
+        "would tag some records twice and others never. Start over with "
+        "--overwrite (overwrite=True), or write to a new folder."
+    )
+    E117 = (
+        "The output folder '{output}' {relation} the input '{input}': the job "
+        "would read its own output as input, or write over its input. Write "
+        "to a folder apart from the input."
+    )
+    E118 = "The output '{path}' is not a folder that can be written: {reason}. Pass a folder (it is created if missing)."
+    E119 = "Cannot write shard '{shard}' into '{path}': {reason}."
+
+
+class CorpusWarnings(metaclass=ErrorsWithCodes):
+    W101 = (
+        "Not deleting '{file}', which the manifest of '{path}' lists: it is "
+        "not inside the output folder."
+    )
 
 
 class BadRecordError(ValueError):

@@ -4,9 +4,16 @@ processes (the n_process of nlp.pipe, with the work cut as for Ray).
 Each chunk goes through its own nlp.pipe call, in this process (workers=1)
 or in one of `workers` processes that each rebuild the pipeline once from its
 bytes. The docs of a batch are the docs of a chunk, whichever engine and
-however many workers: the output is the same, byte for byte.
+however many workers: the output is the same, byte for byte. The worker
+processes end when the process that started them dies, killed or not.
 """
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Deque, Dict, Iterable, Iterator, Optional
@@ -14,22 +21,52 @@ from typing import Any, Deque, Dict, Iterable, Iterator, Optional
 from spacy.language import Language
 
 from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
-from .readers import Chunk, ReadOptions, read_chunk
+from .readers import Chunk, ChunkData, ReadOptions, read_chunk
 
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+WATCH_SECONDS = 1.0  # between a worker's checks that its parent lives
 _WORKER_TAGGER: Optional[ChunkTagger] = None
 
 
-def _init_worker(payload: Dict[str, Any], output_format: str, batch_size: int) -> None:
+def _init_worker(payload: Dict[str, Any], output_format: str, batch_size: int, driver: int) -> None:
     global _WORKER_TAGGER
     import torch
 
+    _die_with_parent(driver)
     torch.set_num_threads(1)  # one core per worker process
     _WORKER_TAGGER = ChunkTagger(pipeline_from_payload(payload), output_format=output_format, batch_size=batch_size)
 
 
-def _tag_in_worker(shard: str, index: int, records: list, bad: list) -> ChunkResult:
+def _die_with_parent(driver: int) -> None:
+    """End this worker process when its parent dies, even by kill -9: on
+    Linux the kernel sends it SIGKILL (prctl PR_SET_PDEATHSIG); elsewhere, and
+    as a fallback, a daemon thread checks every WATCH_SECONDS whether the
+    process was handed to a new parent.
+
+    driver (int): the pid of the process that started the pool, which must
+        still be alive.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:  # the driver may have died before the prctl took effect
+        os.kill(driver, 0)
+    except ProcessLookupError:
+        os._exit(1)
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+def _tag_in_worker(data: ChunkData) -> ChunkResult:
     assert _WORKER_TAGGER is not None
-    return _WORKER_TAGGER(shard, index, records, bad)
+    return _WORKER_TAGGER(data)
 
 
 def run_local(
@@ -54,8 +91,7 @@ def run_local(
     if workers == 1:
         tagger = ChunkTagger(nlp, output_format=output_format, batch_size=batch_size)
         for chunk in chunks:
-            data = read_chunk(chunk, options=options, on_error="skip")
-            yield tagger(chunk.shard.name, chunk.index, data.records, data.bad)
+            yield tagger(read_chunk(chunk, options=options, on_error="skip"))
         return
     # the default start method, as nlp.pipe(n_process=...) uses; a process
     # that dies breaks the pool and fails the job (a rerun resumes it)
@@ -63,13 +99,12 @@ def run_local(
         max_workers=workers,
         mp_context=multiprocessing.get_context(),
         initializer=_init_worker,
-        initargs=(pipeline_payload(nlp), output_format, batch_size),
+        initargs=(pipeline_payload(nlp), output_format, batch_size, os.getpid()),
     )
     pending: Deque["Future[ChunkResult]"] = deque()
     try:
         for chunk in chunks:
-            data = read_chunk(chunk, options=options, on_error="skip")
-            pending.append(pool.submit(_tag_in_worker, chunk.shard.name, chunk.index, data.records, data.bad))
+            pending.append(pool.submit(_tag_in_worker, read_chunk(chunk, options=options, on_error="skip")))
             if len(pending) >= 2 * workers:  # bounded read-ahead
                 yield pending.popleft().result()
         while pending:

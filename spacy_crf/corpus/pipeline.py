@@ -10,7 +10,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Tuple, Union
 
 import spacy
 from spacy.language import Language
@@ -18,6 +18,7 @@ from spacy.tokens import Doc
 from thinc.api import Config
 
 from .errors import CorpusErrors
+from .readers import ChunkData, Shard, bad_record
 from .writers import Outputs, encode_chunk
 
 
@@ -97,7 +98,8 @@ class ChunkResult:
     payload (bytes): the output of the chunk's docs (see writers.encode_chunk).
     docs (int): documents tagged.
     words (int): tokens tagged.
-    bad (List[str]): the messages of the chunk's bad records.
+    bad (List[Dict[str, Any]]): the chunk's bad records (readers.bad_record),
+        in input order.
     started (float): when tagging the chunk began (time.time() where it ran).
     finished (float): when it ended.
     worker (str): the process that tagged it ("host:pid").
@@ -108,7 +110,7 @@ class ChunkResult:
     payload: bytes
     docs: int
     words: int
-    bad: List[str]
+    bad: List[Dict[str, Any]]
     started: float = 0.0
     finished: float = 0.0
     worker: str = ""
@@ -116,6 +118,12 @@ class ChunkResult:
 
 class ChunkTagger:
     """Tags the records of a chunk with a pipeline and encodes the output.
+
+    A record that fails anywhere (spaCy's tokenizer, the model, encoding its
+    output) is a bad record, and its batch-mates are kept: texts that spaCy
+    refuses (over nlp.max_length, lone surrogates) are screened out before
+    the batch, and a batch that fails all the same is retried one record at
+    a time to find the ones at fault, then tagged again without them.
 
     nlp (Language): the pipeline.
     output_format (str): "docbin", "parquet" or "jsonl".
@@ -128,17 +136,68 @@ class ChunkTagger:
         self.output_format = output_format
         self.batch_size = batch_size
 
-    def __call__(self, shard: str, index: int, records: List[Dict[str, Any]], bad: List[str]) -> ChunkResult:
+    def __call__(self, data: ChunkData) -> ChunkResult:
         """Tag a chunk's records with one nlp.pipe call and encode the docs.
 
-        shard (str): the shard's name.
-        index (int): the chunk's index within the shard.
-        records (List[Dict[str, Any]]): the chunk's good records.
-        bad (List[str]): the messages of its bad records, passed through.
+        data (ChunkData): the chunk, its good records and its bad ones (passed through).
         RETURNS (ChunkResult): the encoded output and its counts.
         """
         started = time.time()
-        docs = list(self.nlp.pipe((make_input(self.nlp, r) for r in records), batch_size=self.batch_size))
-        payload = encode_chunk(docs, records, output_format=self.output_format, outputs=self.outputs)
+        shard = data.chunk.shard
+        bad = list(data.bad)
+        records = [record for record in data.records if self._screen(shard, record, bad)]
+        try:
+            docs, payload = self._tag(records)
+        except Exception:  # find the records at fault, then tag the others together
+            docs, payload = self._tag(self._isolate(shard, records, bad))
+        bad.sort(key=lambda entry: entry["position"])
         n_words = sum(len(doc) for doc in docs)
-        return ChunkResult(shard, index, payload, len(docs), n_words, list(bad), started, time.time(), _WORKER)
+        return ChunkResult(shard.name, data.chunk.index, payload, len(docs), n_words, bad, started, time.time(),
+                           _WORKER)
+
+    def _tag(self, records: List[Dict[str, Any]]) -> Tuple[List[Doc], bytes]:
+        docs = list(self.nlp.pipe((make_input(self.nlp, r) for r in records), batch_size=self.batch_size))
+        return docs, encode_chunk(docs, records, output_format=self.output_format, outputs=self.outputs)
+
+    def _screen(self, shard: Shard, record: Dict[str, Any], bad: List[Dict[str, Any]]) -> bool:
+        """Whether spaCy takes the record's text; a bad record (E114) if not."""
+        text = record["text"]
+        if text is None:
+            return True
+        if len(text) > self.nlp.max_length:
+            reason = f"its text has {len(text):,} characters, over the pipeline's max_length of {self.nlp.max_length:,}"
+        elif text.isascii():
+            return True
+        else:
+            try:
+                text.encode("utf8")
+                return True
+            except UnicodeEncodeError as err:
+                reason = f"its text has a lone surrogate, {text[err.start]!r} at character {err.start}"
+        bad.append(bad_record(shard, record["position"], "E114", reason, record["id"]))
+        return False
+
+    def _isolate(self, shard: Shard, records: List[Dict[str, Any]], bad: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """The records that tag on their own (E114 if not) and whose output
+        encodes along with the ones kept before them (E115 if not)."""
+        kept: List[Dict[str, Any]] = []
+        docs: List[Doc] = []
+        for record in records:
+            try:
+                doc = next(iter(self.nlp.pipe([make_input(self.nlp, record)])))
+            except Exception as err:
+                bad.append(bad_record(shard, record["position"], "E114", _reason(err), record["id"]))
+                continue
+            try:
+                encode_chunk(docs + [doc], kept + [record], output_format=self.output_format, outputs=self.outputs)
+            except Exception as err:
+                bad.append(bad_record(shard, record["position"], "E115", _reason(err), record["id"]))
+                continue
+            docs.append(doc)
+            kept.append(record)
+        return kept
+
+
+def _reason(err: Exception) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__

@@ -62,8 +62,7 @@ def _read(batch: Dict[str, numpy.ndarray], *, options: ReadOptions) -> Dict[str,
     out = []
     for item in batch["chunk"]:
         chunk: Chunk = pickle.loads(item)
-        data = read_chunk(chunk, options=options, on_error="skip")
-        out.append(pickle.dumps((chunk.shard.name, chunk.index, data.records, data.bad), protocol=pickle.HIGHEST_PROTOCOL))
+        out.append(pickle.dumps(read_chunk(chunk, options=options, on_error="skip"), protocol=pickle.HIGHEST_PROTOCOL))
     return {"chunk": numpy.array(out, dtype=object)}
 
 
@@ -83,8 +82,7 @@ class _TagActor:
     def __call__(self, batch: Dict[str, numpy.ndarray]) -> Dict[str, numpy.ndarray]:
         out = []
         for item in batch["chunk"]:
-            shard, index, records, bad = pickle.loads(item)
-            result = self.tagger(shard, index, records, bad)
+            result = self.tagger(pickle.loads(item))
             out.append(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         return {"result": numpy.array(out, dtype=object)}
 

@@ -7,12 +7,13 @@ shard: the unit of work an engine tags at once. Shards and chunks follow from
 the input files and the two sizes alone, so every run of a job (and every
 engine) cuts the input the same way.
 
-A record is a plain dict: `{"id": ..., "text": str or None, "words": list or
-None, "spaces": list or None, "fields": dict}` ("words" and "spaces" for DocBin
-input, whose tokens are kept). A record that cannot be read is reported as a
-message that names its file and line. Parquet input needs pyarrow (the
-"corpus" extra).
+A record is a plain dict: `{"id": ..., "position": int, "text": str or None,
+"words": list or None, "spaces": list or None, "fields": dict}` ("words" and
+"spaces" for DocBin input, whose tokens are kept). A record that cannot be read
+is a bad record (`bad_record`): its id, file, line and coded reason. Parquet
+input needs pyarrow (the "corpus" extra).
 """
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy
 
+from ..files import file_sha256
 from .errors import BadRecordError, CorpusErrors
 from .parquet import import_pyarrow
 
@@ -35,7 +37,7 @@ SUFFIXES = {
 }
 # what a record's position is called in messages
 UNITS = {"jsonl": "line", "text": "line", "parquet": "row", "docbin": "doc"}
-_BLOCK = 1 << 24  # bytes read at once when counting lines
+_BLOCK = 1 << 24  # bytes read at once when counting lines or hashing
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Shard:
     format (str): one of INPUT_FORMATS.
     start (int): the first record (0-based line, row or doc).
     stop (int): one past the last record.
+    size (int): the input file's size in bytes.
+    sha256 (str): the input file's sha256 (hex), with `size` its fingerprint.
     """
 
     name: str
@@ -69,6 +73,8 @@ class Shard:
     format: str
     start: int
     stop: int
+    size: int = 0
+    sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,11 +91,11 @@ class Chunk:
 
 @dataclass
 class ChunkData:
-    """What reading a chunk gives: the good records and the bad ones' messages."""
+    """What reading a chunk gives: the good records and the bad ones (`bad_record`)."""
 
     chunk: Chunk
     records: List[Dict[str, Any]]
-    bad: List[str]
+    bad: List[Dict[str, Any]]
 
 
 def find_input_files(input_path: Path, *, input_format: Optional[str] = None) -> List[Tuple[Path, str, str]]:
@@ -142,15 +148,18 @@ def plan_shards(
     shards: List[Shard] = []
     chunks: Dict[str, List[Chunk]] = {}
     for path, source, fmt in find_input_files(input_path, input_format=input_format):
+        # each file is read once: its records counted and its bytes hashed
         if fmt in ("jsonl", "text"):
-            n_records, offsets = _line_starts(path, shard_size=shard_size, batch_size=batch_size)
+            n_records, offsets, sha256 = _line_starts(path, shard_size=shard_size, batch_size=batch_size)
         elif fmt == "parquet":
-            n_records, offsets = _parquet_rows(path, options.text_field), {}
+            n_records, offsets, sha256 = _parquet_rows(path, options.text_field), {}, file_sha256(path)
         else:
-            n_records, offsets = len(_docbin_records(str(path))), {}
+            docs, sha256 = _docbin_records(str(path))
+            n_records, offsets = len(docs), {}
+        size = path.stat().st_size
         for k, start in enumerate(range(0, n_records, shard_size)):
             stop = min(start + shard_size, n_records)
-            shard = Shard(f"{source}.{k:05d}", str(path), source, fmt, start, stop)
+            shard = Shard(f"{source}.{k:05d}", str(path), source, fmt, start, stop, size, sha256)
             shards.append(shard)
             chunks[shard.name] = [
                 Chunk(shard, i, s, min(s + batch_size, stop), offsets.get(s, 0))
@@ -162,11 +171,14 @@ def plan_shards(
 def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: str = "skip") -> ChunkData:
     """Read the records of a chunk.
 
+    A chunk whose file fails to read on (an I/O or decoding error) has its
+    records from there on reported as bad, so the job goes on.
+
     chunk (Chunk): the chunk.
     options (ReadOptions): the text and id fields.
     on_error (str): "skip" reports a bad record in ChunkData.bad; "raise"
         raises BadRecordError.
-    RETURNS (ChunkData): the records and the bad records' messages.
+    RETURNS (ChunkData): the records and the bad records.
     """
     shard = chunk.shard
     data = ChunkData(chunk, [], [])
@@ -176,35 +188,60 @@ def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: 
         items = _read_parquet(shard, chunk, options)
     else:
         items = _read_docbin(shard, chunk)
-    for position, record, reason in items:
-        if reason is None:
-            data.records.append(record)
-            continue
-        message = CorpusErrors.E105.format(
-            path=shard.path, where=f"{UNITS[shard.format]} {position + 1}", reason=reason
-        )
-        if on_error == "raise":
-            raise BadRecordError(message)
-        data.bad.append(message)
+    next_position = chunk.start
+    try:
+        for position, record, problem in items:
+            next_position = position + 1
+            if problem is None:
+                data.records.append(record)
+            else:
+                data.bad.append(bad_record(shard, position, "E105", *problem))
+    except Exception as err:  # any failure to read is the records' from here on
+        reason = f"cannot read the file from here on ({type(err).__name__}: {err})"
+        data.bad.extend(bad_record(shard, position, "E105", reason) for position in range(next_position, chunk.stop))
+    if data.bad and on_error == "raise":
+        raise BadRecordError(data.bad[0]["message"])
     return data
+
+
+def bad_record(shard: Shard, position: int, code: str, reason: str, record_id: Any = None) -> Dict[str, Any]:
+    """A bad record as the job reports it.
+
+    shard (Shard): the record's shard.
+    position (int): its 0-based line, row or doc in the file.
+    code (str): "E105" (it cannot be read), "E114" (the pipeline cannot tag
+        it) or "E115" (its output cannot be written).
+    reason (str): what is wrong with it.
+    record_id (Any): its id; None for "<file>:<line>", the id of a record
+        without one.
+    RETURNS (Dict[str, Any]): "id", "source" (the file relative to the
+        input), "position" (1-based line, row or doc), "code" and "message".
+    """
+    if record_id is None:
+        record_id = _record_id(shard, position)
+    where = f"{UNITS[shard.format]} {position + 1}"
+    message = getattr(CorpusErrors, code).format(path=shard.path, where=where, reason=reason, id=repr(record_id))
+    return {"id": record_id, "source": shard.source, "position": position + 1, "code": code, "message": message}
 
 
 def _record_id(shard: Shard, position: int) -> str:
     return f"{shard.source}:{position + 1}"
 
 
-def _line_starts(path: Path, *, shard_size: int, batch_size: int) -> Tuple[int, Dict[int, int]]:
-    """The number of lines of a file, and the byte offset of every line that
-    starts a chunk (line % shard_size % batch_size == 0)."""
+def _line_starts(path: Path, *, shard_size: int, batch_size: int) -> Tuple[int, Dict[int, int], str]:
+    """The number of lines of a file, the byte offset of every line that
+    starts a chunk (line % shard_size % batch_size == 0), and the file's sha256."""
     offsets = {0: 0}
     n_newlines = 0
     position = 0
     last = b"\n"
+    digest = hashlib.sha256()
     with path.open("rb") as file_:
         while True:
             block = file_.read(_BLOCK)
             if not block:
                 break
+            digest.update(block)
             ends = numpy.flatnonzero(numpy.frombuffer(block, dtype=numpy.uint8) == 10)
             starts = n_newlines + 1 + numpy.arange(len(ends))  # the line after each newline
             keep = (starts % shard_size) % batch_size == 0
@@ -213,10 +250,15 @@ def _line_starts(path: Path, *, shard_size: int, batch_size: int) -> Tuple[int, 
             position += len(block)
             last = block[-1:]
     n_lines = n_newlines + (0 if last == b"\n" else 1)
-    return n_lines, offsets
+    return n_lines, offsets, digest.hexdigest()
 
 
-def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
+# what the readers yield for each record: (position, record, None) for a good
+# one, (position, None, (reason, its id or None)) for a bad one
+Item = Tuple[int, Optional[Dict[str, Any]], Optional[Tuple[str, Any]]]
+
+
+def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Item]:
     with open(shard.path, "rb") as file_:
         file_.seek(chunk.offset)
         for position in range(chunk.start, chunk.stop):
@@ -226,36 +268,50 @@ def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Tu
             try:
                 line = raw.decode("utf8")
             except UnicodeDecodeError as err:
-                yield position, None, f"invalid UTF-8 at byte {err.start}"
+                yield position, None, (f"invalid UTF-8 at byte {err.start}", _lenient_id(raw, shard, options))
                 continue
             if shard.format == "text":
-                yield position, _record(_record_id(shard, position), text=line), None
+                yield position, _record(_record_id(shard, position), position, text=line), None
                 continue
             try:
                 obj = json.loads(line)
             except ValueError as err:
-                yield position, None, f"not valid JSON ({err})"
+                yield position, None, (f"not valid JSON ({err})", None)
                 continue
             yield (position, *_json_record(obj, shard, position, options))
 
 
-def _json_record(obj: Any, shard: Shard, position: int, options: ReadOptions) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+def _lenient_id(raw: bytes, shard: Shard, options: ReadOptions) -> Any:
+    """The id of a JSON line that is not valid UTF-8, where the rest of the
+    line gives one; None otherwise."""
+    if shard.format != "jsonl":
+        return None
+    try:
+        obj = json.loads(raw.decode("utf8", errors="replace"))
+    except ValueError:
+        return None
+    record_id = obj.get(options.id_field) if isinstance(obj, dict) else None
+    return None if "\ufffd" in str(record_id) else record_id
+
+
+def _json_record(obj: Any, shard: Shard, position: int, options: ReadOptions) -> Tuple[Optional[Dict[str, Any]], Optional[Tuple[str, Any]]]:
     if not isinstance(obj, dict):
-        return None, f"expected a JSON object, got {type(obj).__name__}"
+        return None, (f"expected a JSON object, got {type(obj).__name__}", None)
+    record_id = obj.pop(options.id_field, None)
     if options.text_field not in obj:
-        return None, f"no field '{options.text_field}' (fields: {sorted(obj)})"
+        return None, (f"no field '{options.text_field}' (fields: {sorted(obj)})", record_id)
     text = obj.pop(options.text_field)
     if not isinstance(text, str):
-        return None, f"field '{options.text_field}' is {type(text).__name__}, not a string"
-    record_id = obj.pop(options.id_field, None)
+        return None, (f"field '{options.text_field}' is {type(text).__name__}, not a string", record_id)
     if record_id is None:
         record_id = _record_id(shard, position)
-    return _record(record_id, text=text, fields=obj), None
+    return _record(record_id, position, text=text, fields=obj), None
 
 
-def _record(record_id: Any, *, text: Optional[str] = None, words: Optional[List[str]] = None,
+def _record(record_id: Any, position: int, *, text: Optional[str] = None, words: Optional[List[str]] = None,
             spaces: Optional[List[bool]] = None, fields: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    return {"id": record_id, "text": text, "words": words, "spaces": spaces, "fields": fields or {}}
+    return {"id": record_id, "position": position, "text": text, "words": words, "spaces": spaces,
+            "fields": fields or {}}
 
 
 def _parquet_rows(path: Path, column: str) -> int:
@@ -267,7 +323,7 @@ def _parquet_rows(path: Path, column: str) -> int:
     return file_.metadata.num_rows
 
 
-def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
+def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Item]:
     pyarrow = import_pyarrow(action="Reading")
     file_ = pyarrow.parquet.ParquetFile(shard.path)
     groups, first, row = [], None, 0
@@ -282,44 +338,47 @@ def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[
     table = file_.read_row_groups(groups).slice(chunk.start - first, chunk.stop - chunk.start)
     for position, obj in enumerate(table.to_pylist(), start=chunk.start):
         text = obj.pop(options.text_field)
+        record_id = obj.pop(options.id_field, None)
         if not isinstance(text, str):
             reason = "the text is null" if text is None else f"the text is {type(text).__name__}, not a string"
-            yield position, None, f"column '{options.text_field}': {reason}"
+            yield position, None, (f"column '{options.text_field}': {reason}", record_id)
             continue
-        record_id = obj.pop(options.id_field, None)
         if record_id is None:
             record_id = _record_id(shard, position)
-        yield position, _record(record_id, text=text, fields=obj), None
+        yield position, _record(record_id, position, text=text, fields=obj), None
 
 
 _DOCBIN_CACHE: Dict[str, Any] = {}
 
 
-def _docbin_records(path: str) -> List[Tuple[List[str], List[bool], Dict[str, Any]]]:
-    """The words, spaces and user data of every doc of a DocBin file, cached
-    (one file at a time) so that its chunks do not read it again."""
+def _docbin_records(path: str) -> Tuple[List[Tuple[List[str], List[bool], Dict[str, Any]]], str]:
+    """The words, spaces and user data of every doc of a DocBin file, and the
+    file's sha256, cached (one file at a time) so that its chunks do not read
+    it again."""
     from spacy.tokens import DocBin
     from spacy.vocab import Vocab
 
     stat = os.stat(path)
     key = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
     if key not in _DOCBIN_CACHE:
-        doc_bin = DocBin(store_user_data=True).from_bytes(Path(path).read_bytes())
+        data = Path(path).read_bytes()
+        doc_bin = DocBin(store_user_data=True).from_bytes(data)
         docs = [
             ([t.text for t in doc], [bool(t.whitespace_) for t in doc], dict(doc.user_data))
             for doc in doc_bin.get_docs(Vocab())
         ]
         _DOCBIN_CACHE.clear()
-        _DOCBIN_CACHE[key] = docs
+        _DOCBIN_CACHE[key] = (docs, hashlib.sha256(data).hexdigest())
     return _DOCBIN_CACHE[key]
 
 
-def _read_docbin(shard: Shard, chunk: Chunk) -> Iterator[Tuple[int, Optional[Dict[str, Any]], Optional[str]]]:
-    docs = _docbin_records(shard.path)
+def _read_docbin(shard: Shard, chunk: Chunk) -> Iterator[Item]:
+    docs, _ = _docbin_records(shard.path)
     for position in range(chunk.start, chunk.stop):
         words, spaces, user_data = docs[position]
         record_id = user_data.get("id")
         if record_id is None:
             record_id = _record_id(shard, position)
         fields = user_data.get("fields")
-        yield position, _record(record_id, words=words, spaces=spaces, fields=fields if isinstance(fields, dict) else {}), None
+        yield position, _record(record_id, position, words=words, spaces=spaces,
+                                fields=fields if isinstance(fields, dict) else {}), None

@@ -10,28 +10,32 @@ Output formats:
   "entities" (target "ents": token offsets, label and text) and
   "confidences" (when the component stores them). "parquet" needs pyarrow (the "corpus" extra).
 
-Each shard is written to a hidden temporary file in the output folder, then
-renamed: a shard file is whole or absent. The manifest (manifest.jsonl, one
-line per finished shard, appended after the rename) says which shards are
-done and how many documents each holds; the job's settings are in job.json.
+Every file of a job is written to a hidden temporary file in its folder, then
+renamed over the old one (`spacy_crf.files.write_atomic`): a kill leaves the old file or the
+new one, whole. A shard's bad records go to bad_records/ (one JSON Lines file per
+shard that has any). The manifest (manifest.jsonl, one line per finished shard,
+written after the shard's files) is the commit: it lists each shard's files
+with their sizes and sha256, which a rerun checks before it trusts them. The
+job's settings and the fingerprints of its input files are in job.json.
 """
 import json
-import os
 import pickle
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from spacy.tokens import Doc, DocBin
 
-from .errors import CorpusErrors
+from ..files import TEMPORARY_PREFIX, file_sha256, write_atomic
+from .errors import CorpusErrors, CorpusWarnings
 from .parquet import import_pyarrow
 
 OUTPUT_FORMATS = ("docbin", "parquet", "jsonl")
 EXTENSIONS = {"docbin": ".spacy", "parquet": ".parquet", "jsonl": ".jsonl"}
 MANIFEST = "manifest.jsonl"
 JOB = "job.json"
-TMP_PREFIX = ".tmp-"
+BAD_RECORDS = "bad_records"
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def encode_chunk(docs: List[Doc], records: List[Dict[str, Any]], *, output_forma
     output_format (str): one of OUTPUT_FORMATS.
     outputs (Outputs): what to write.
     RETURNS (bytes): DocBin bytes ("docbin"), JSON lines ("jsonl") or the
-        pickled rows ("parquet").
+        pickled rows ("parquet", checked to convert to Arrow).
     """
     if output_format == "docbin":
         doc_bin = DocBin(store_user_data=True)
@@ -96,6 +100,7 @@ def encode_chunk(docs: List[Doc], records: List[Dict[str, Any]], *, output_forma
     rows = [doc_row(doc, record, outputs) for doc, record in zip(docs, records)]
     if output_format == "jsonl":
         return b"".join(json.dumps(row, ensure_ascii=False, default=str).encode("utf8") + b"\n" for row in rows)
+    import_pyarrow(action="Writing").Table.from_pylist(rows)  # raises here, for the chunk, not for the shard
     return pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -114,64 +119,109 @@ def write_shard(output: Path, shard_name: str, payloads: Iterable[bytes], *, out
     RETURNS (str): the file name within the output folder.
     """
     name = shard_file(shard_name, output_format)
-    tmp = output / (TMP_PREFIX + name)
     if output_format == "jsonl":
-        data = b"".join(payloads)
+        write_atomic(output / name, b"".join(payloads))
     elif output_format == "docbin":
         doc_bin = DocBin(store_user_data=True)
         for payload in payloads:
             doc_bin.merge(DocBin(store_user_data=True).from_bytes(payload))
-        data = doc_bin.to_bytes()
+        write_atomic(output / name, doc_bin.to_bytes())
     else:
         pyarrow = import_pyarrow(action="Writing")
-        rows = [row for payload in payloads for row in pickle.loads(payload)]
-        pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), tmp)
-        data = None
-    if data is not None:
-        with tmp.open("wb") as file_:
-            file_.write(data)
-            file_.flush()
-            os.fsync(file_.fileno())
-    os.replace(tmp, output / name)
+        table = pyarrow.Table.from_pylist([row for payload in payloads for row in pickle.loads(payload)])
+        write_atomic(output / name, lambda tmp: pyarrow.parquet.write_table(table, tmp))
     return name
 
 
+def write_bad_records(output: Path, shard_name: str, bad: List[Dict[str, Any]]) -> Optional[str]:
+    """Write a shard's bad records as JSON lines into bad_records/, whole, or
+    delete the file of an earlier attempt when it has none.
+
+    output (Path): the output folder.
+    shard_name (str): the shard.
+    bad (List[Dict[str, Any]]): its bad records (readers.bad_record), in input order.
+    RETURNS (Optional[str]): the file's path within the output folder, or None.
+    """
+    name = f"{BAD_RECORDS}/{shard_file(shard_name, 'jsonl')}"
+    if not bad:
+        (output / name).unlink(missing_ok=True)
+        return None
+    (output / BAD_RECORDS).mkdir(exist_ok=True)
+    write_atomic(output / name, b"".join(json.dumps(entry, default=str).encode("ascii") + b"\n" for entry in bad))
+    return name
+
+
+def file_entry(output: Path, name: str) -> Dict[str, Any]:
+    """A written file as the manifest lists it: {"file", "size", "sha256"}."""
+    path = output / name
+    return {"file": name, "size": path.stat().st_size, "sha256": file_sha256(path)}
+
+
 def remove_temporary_files(output: Path) -> None:
-    """Delete the partial shard files that a killed job left behind."""
-    for path in output.glob(TMP_PREFIX + "*"):
-        path.unlink()
+    """Delete the partial files that a killed job left behind."""
+    for folder in (output, output / BAD_RECORDS):
+        for path in folder.glob(TEMPORARY_PREFIX + "*"):
+            path.unlink()
 
 
 def clear_job(output: Path) -> None:
-    """Delete an earlier job from an output folder: the shard files that its
-    manifest lists, the manifest, the settings and temporary files."""
+    """Delete an earlier job from an output folder: the shard and bad-record
+    files that its manifest lists, the manifest, the settings and temporary
+    files. A listed file outside the output folder is left alone (W101)."""
+    root = output.resolve()
     for entry in read_manifest(output).values():
-        (output / entry["file"]).unlink(missing_ok=True)
+        for listed in (entry.get("file"), (entry.get("bad") or {}).get("file")):
+            if not isinstance(listed, str):
+                continue
+            if not inside(output, listed):
+                warnings.warn(CorpusWarnings.W101.format(file=listed, path=output), stacklevel=2)
+                continue
+            (root / listed).unlink(missing_ok=True)
     for name in (MANIFEST, JOB):
         (output / name).unlink(missing_ok=True)
     remove_temporary_files(output)
 
 
-def check_job(output: Path, settings: Dict[str, Any]) -> None:
-    """Record a job's settings in a new output folder, or check that an
-    existing one holds a job with the same settings (raises E108 if not)."""
+def inside(output: Path, name: str) -> bool:
+    """Whether a file that a manifest names is inside the output folder, once
+    "..", absolute paths and links are resolved."""
+    root = output.resolve()
+    path = (root / name).resolve()
+    return path != root and path.is_relative_to(root)
+
+
+def check_job(output: Path, settings: Dict[str, Any], inputs: Dict[str, Dict[str, Any]]) -> None:
+    """Record a job's settings and input fingerprints in a new output folder,
+    or check that an existing one holds a job with the same settings (E108 if
+    not) over the same input (E116 if not).
+
+    output (Path): the output folder.
+    settings (Dict[str, Any]): the settings that shape the output.
+    inputs (Dict[str, Dict[str, Any]]): each input file's "size" and "sha256",
+        by its path relative to the input.
+    """
     path = output / JOB
     if path.exists():
         old = json.loads(path.read_text(encoding="utf8"))
         diff = [f"{key}: {old.get(key)!r} there, {value!r} now" for key, value in settings.items() if old.get(key) != value]
         if diff:
             raise ValueError(CorpusErrors.E108.format(path=output, detail="; ".join(diff)))
+        old_inputs = old.get("inputs", {})
+        changed = [f"{source} changed" for source in inputs if source in old_inputs and old_inputs[source] != inputs[source]]
+        changed += [f"{source} is new" for source in inputs if source not in old_inputs]
+        changed += [f"{source} is gone" for source in old_inputs if source not in inputs]
+        if changed:
+            more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+            raise ValueError(CorpusErrors.E116.format(path=output, detail=", ".join(changed[:5]) + more))
         return
-    tmp = output / (TMP_PREFIX + JOB)
-    tmp.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf8")
-    os.replace(tmp, path)
+    write_atomic(path, (json.dumps({**settings, "inputs": inputs}, indent=2) + "\n").encode("utf8"))
 
 
 def read_manifest(output: Path) -> Dict[str, Dict[str, Any]]:
     """The finished shards of an output folder, by shard name.
 
-    A line that does not parse (a job killed while appending it) is ignored;
-    a shard listed twice counts once, with its last entry.
+    A line that does not parse is ignored; a shard listed twice counts once,
+    with its last entry.
     """
     entries: Dict[str, Dict[str, Any]] = {}
     path = output / MANIFEST
@@ -186,21 +236,34 @@ def read_manifest(output: Path) -> Dict[str, Dict[str, Any]]:
     return entries
 
 
-def append_manifest(output: Path, entry: Dict[str, Any]) -> None:
-    """Add a finished shard to the manifest (one line, flushed to disk)."""
-    path = output / MANIFEST
-    # a torn last line from a killed job must not swallow this entry
-    prefix = b""
-    if path.exists() and path.stat().st_size:
-        with path.open("rb") as file_:
-            file_.seek(-1, os.SEEK_END)
-            prefix = b"" if file_.read(1) == b"\n" else b"\n"
-    with path.open("ab") as file_:
-        file_.write(prefix + json.dumps(entry, ensure_ascii=False).encode("utf8") + b"\n")
-        file_.flush()
-        os.fsync(file_.fileno())
+def write_manifest(output: Path, entries: Dict[str, Dict[str, Any]]) -> None:
+    """Write the manifest whole (`spacy_crf.files.write_atomic`), one line per finished shard."""
+    write_atomic(output / MANIFEST, b"".join(json.dumps(entry).encode("ascii") + b"\n" for entry in entries.values()))
 
 
-def is_complete(output: Path, entry: Dict[str, Any], *, start: int, stop: int) -> bool:
-    """Whether a manifest entry stands for a finished shard with these bounds."""
-    return entry.get("start") == start and entry.get("stop") == stop and (output / entry["file"]).exists()
+def verify_shard(output: Path, entry: Dict[str, Any], *, start: int, stop: int) -> Optional[str]:
+    """Check a finished shard before it is trusted: its bounds, and its files'
+    places, sizes and sha256.
+
+    output (Path): the output folder.
+    entry (Dict[str, Any]): the shard's manifest entry.
+    start (int): the shard's first record in this job's plan.
+    stop (int): one past its last.
+    RETURNS (Optional[str]): what is wrong, or None for a shard to trust.
+    """
+    if entry.get("start") != start or entry.get("stop") != stop:
+        return f"records {entry.get('start')}-{entry.get('stop')} listed, {start}-{stop} planned"
+    for listed in (entry, entry.get("bad")):
+        if listed is None:
+            continue
+        name = listed.get("file")
+        if not isinstance(name, str) or not inside(output, name):
+            return f"its file {name!r} is not in the output folder"
+        path = output / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != listed.get("size"):
+            return f"{name} has {path.stat().st_size} bytes, {listed.get('size')} listed"
+        if file_sha256(path) != listed.get("sha256"):
+            return f"{name} does not match its sha256"
+    return None

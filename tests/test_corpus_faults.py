@@ -1,0 +1,285 @@
+"""Faults that a corpus tagging job survives: records that fail anywhere in
+the pipeline, a manifest that names files outside the output folder, input
+that changed, damaged shards, an output folder that overlaps the input, a
+killed driver, and kill -9 at random moments (real processes; the ray engine
+on a local cluster that the command starts)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks import corpus_faults
+from spacy_crf.corpus import BadRecordError, tag_corpus
+from spacy_crf.corpus.readers import plan_shards, read_chunk
+from spacy_crf.corpus.writers import MANIFEST, read_manifest
+
+from .corpus_data import assert_rows_match, read_jsonl_rows, records, reference, train_tagger, write_jsonl
+
+ENV = corpus_faults.ENV
+LONG_TEXT = "eggs " * 200_001  # over spaCy's default nlp.max_length of 1,000,000
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return train_tagger(tmp_path_factory.mktemp("model") / "tagger")
+
+
+def tag(model, input, output, **kwargs):
+    kwargs.setdefault("progress", False)
+    kwargs.setdefault("output_format", "jsonl")
+    return tag_corpus(model, input, output, **kwargs)
+
+
+def bad_reports(output):
+    """Every bad-record report in the output folder, in file order."""
+    return [json.loads(line) for path in sorted((output / "bad_records").glob("*.jsonl"))
+            for line in path.read_text(encoding="ascii").splitlines()]
+
+
+def test_records_spacy_cannot_tag_are_reported_and_the_job_goes_on(model, tmp_path):
+    """A lone surrogate and a text over nlp.max_length are bad records: their
+    batch-mates and the files after them are tagged, and a rerun resumes."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", records(3, "a"))
+    b = [{"id": "b0", "text": "I like ham"}, {"id": "b1", "text": "x \ud800"}, {"id": "b2", "text": "Eat eggs"},
+         {"id": "b3", "text": LONG_TEXT}, {"id": "b4", "text": "eggs"}]
+    write_jsonl(folder / "b.jsonl", b)
+    write_jsonl(folder / "c.jsonl", records(2, "c"))
+    summary = tag(model, folder, tmp_path / "out")
+    good = {r["id"]: r["text"] for r in records(3, "a") + records(2, "c") + [b[0], b[2], b[4]]}
+    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, good))
+    reports = bad_reports(tmp_path / "out")
+    assert [(r["id"], r["source"], r["position"], r["code"]) for r in reports] == [
+        ("b1", "b.jsonl", 2, "E114"), ("b3", "b.jsonl", 4, "E114")
+    ]
+    assert "lone surrogate" in reports[0]["message"] and "max_length" in reports[1]["message"]
+    assert reports[0]["message"].startswith("[E114] Bad record in ") and "(id 'b1')" in reports[0]["message"]
+    assert (summary.docs, summary.bad_records, summary.shards_written) == (8, 2, 3)
+    again = tag(model, folder, tmp_path / "out")
+    assert (again.shards_skipped, again.shards_written, again.docs) == (3, 0, 0)
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "docbin", "parquet"])
+def test_records_whose_output_cannot_be_written_are_reported(model, tmp_path, output_format):
+    """An id with a lone surrogate tags but cannot be encoded: the batch is
+    retried one record at a time, and only that record is lost."""
+    rows = [{"id": "a", "text": "I like ham"}, {"id": "x\ud800", "text": "eggs"}, {"id": "c", "text": "Eat eggs"}]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", output_format=output_format)
+    assert (summary.docs, summary.bad_records) == (2, 1)
+    assert [(r["id"], r["position"], r["code"]) for r in bad_reports(tmp_path / "out")] == [("x\ud800", 2, "E115")]
+    assert [entry["docs"] for entry in read_manifest(tmp_path / "out").values()] == [2]
+    if output_format == "jsonl":
+        assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {"a": "I like ham", "c": "Eat eggs"}))
+
+
+def test_every_kind_of_bad_record_is_reported_once_with_its_id(model, tmp_path):
+    """Surrogates, over max_length, no text field, not UTF-8, a text that is a
+    number, list or null, and bad JSON, in JSON Lines and plain text files."""
+    expected = corpus_faults.make_corpus(tmp_path / "in", records=200, bad_share=0.02, seed=1)
+    summary = tag(model, tmp_path / "in", tmp_path / "out", shard_size=30, batch_size=8)
+    counts = corpus_faults.check_output(tmp_path / "out", expected)
+    assert counts["good_tagged_once"] == counts["good_expected"] == 176
+    assert counts["bad_reported_once"] == counts["bad_expected"] == summary.bad_records == 24
+    assert sum(n for key, n in counts.items() if not key.endswith(("_expected", "_once"))) == 0
+
+
+def test_bad_records_raise_a_coded_error_when_asked(model, tmp_path):
+    write_jsonl(tmp_path / "surrogate.jsonl", [{"id": "a", "text": "eggs"}, {"id": "b", "text": "x \ud800"}])
+    with pytest.raises(BadRecordError, match=r"^\[E114\] Bad record in .*surrogate.jsonl, line 2: .*lone surrogate"):
+        tag(model, tmp_path / "surrogate.jsonl", tmp_path / "out-1", on_error="raise")
+    write_jsonl(tmp_path / "id.jsonl", [{"id": "x\ud800", "text": "eggs"}])
+    with pytest.raises(BadRecordError, match=r"^\[E115\] Bad record in .*id.jsonl, line 1: its output cannot be written"):
+        tag(model, tmp_path / "id.jsonl", tmp_path / "out-2", on_error="raise")
+
+
+def test_records_of_a_file_that_cannot_be_read_are_bad_records(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", records(5))
+    shards, chunks = plan_shards(tmp_path / "in.jsonl", shard_size=10, batch_size=10)
+    (tmp_path / "in.jsonl").unlink()
+    data = read_chunk(chunks[shards[0].name][0])
+    assert data.records == []
+    assert [(bad["id"], bad["code"]) for bad in data.bad] == [(f"in.jsonl:{i}", "E105") for i in range(1, 6)]
+    assert "cannot read the file from here on (FileNotFoundError" in data.bad[0]["message"]
+
+
+def test_overwrite_deletes_no_file_outside_the_output_folder(model, tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", records(4))
+    out = tmp_path / "out"
+    tag(model, tmp_path / "in.jsonl", out, shard_size=2)
+    victims = [tmp_path / "victim.txt", tmp_path / "absolute.txt", tmp_path / "linked.txt"]
+    for victim in victims:
+        victim.write_text("keep me")
+    (out / "link.jsonl").symlink_to(victims[2])
+    with (out / MANIFEST).open("a") as file_:
+        for name in ("../victim.txt", str(victims[1]), "link.jsonl"):
+            file_.write(json.dumps({"shard": name, "file": name, "start": 0, "stop": 1}) + "\n")
+    with pytest.warns(UserWarning, match=r"\[W101\] Not deleting") as caught:
+        summary = tag(model, tmp_path / "in.jsonl", out, shard_size=2, overwrite=True)
+    assert len(caught) == 3
+    assert all(victim.read_text() == "keep me" for victim in victims)
+    assert summary.shards_written == 2 and sorted(read_manifest(out)) == ["in.jsonl.00000", "in.jsonl.00001"]
+
+
+def test_changed_input_is_refused_until_overwrite(model, tmp_path):
+    """One line inserted at the top of the input: a rerun would write a record
+    twice and another never."""
+    rows = records(6)
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out"
+    tag(model, tmp_path / "in.jsonl", out, shard_size=2, max_shards=1)
+    rows = [{"id": "new", "text": "Eat ham"}] + rows
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    with pytest.raises(ValueError, match=r"\[E116\] The input changed .*in.jsonl changed.*--overwrite"):
+        tag(model, tmp_path / "in.jsonl", out, shard_size=2)
+    assert len(read_jsonl_rows(out)) == 2
+    tag(model, tmp_path / "in.jsonl", out, shard_size=2, overwrite=True)
+    assert_rows_match(read_jsonl_rows(out), reference(model, {r["id"]: r["text"] for r in rows}))
+
+
+def test_a_truncated_shard_is_tagged_again(model, tmp_path):
+    rows = records(25)
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out"
+    tag(model, tmp_path / "in.jsonl", out, shard_size=10)
+    shard = out / "in.jsonl.00001.jsonl"
+    shard.write_text("".join(shard.read_text().splitlines(keepends=True)[:4]))  # 4 of 10 rows kept
+    tag(model, tmp_path / "in.jsonl", out, shard_size=10)
+    assert_rows_match(read_jsonl_rows(out), reference(model, {r["id"]: r["text"] for r in rows}))
+
+
+def test_shards_whose_files_fail_their_check_are_tagged_again(model, tmp_path):
+    """A shard of the same size with other bytes, a truncated bad-record file
+    and a missing shard file are redone, not trusted."""
+    rows = records(30)
+    rows[25] = {"id": "doc-25", "text": 25}
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out"
+    tag(model, tmp_path / "in.jsonl", out, shard_size=10)
+    first = out / "in.jsonl.00000.jsonl"
+    first.write_bytes(first.read_bytes().replace(b'"doc-1', b'"doc-7', 1))
+    (out / "in.jsonl.00001.jsonl").unlink()
+    (out / "bad_records" / "in.jsonl.00002.jsonl").write_text("")
+    summary = tag(model, tmp_path / "in.jsonl", out, shard_size=10)
+    assert (summary.shards_redone, summary.shards_written, summary.docs) == (3, 3, 29)
+    assert_rows_match(read_jsonl_rows(out), reference(model, {r["id"]: r["text"] for r in rows if r["id"] != "doc-25"}))
+    assert [r["id"] for r in bad_reports(out)] == ["doc-25"]
+
+
+def test_parquet_fields_whose_type_changes(model, tmp_path):
+    """Within a chunk, a row that does not fit the rows before it is a bad
+    record (E115); from chunk to chunk of a shard, the shard cannot be
+    written (E119, a coded error)."""
+    rows = [{"id": "a", "text": "eggs", "n": 1}, {"id": "b", "text": "ham", "n": "x"}]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", output_format="parquet", batch_size=2)
+    assert summary.docs == 1 and [r["code"] for r in bad_reports(tmp_path / "out")] == ["E115"]
+    with pytest.raises(ValueError, match=r"^\[E119\] Cannot write shard 'in.jsonl.00000'.*convert 'x'"):
+        tag(model, tmp_path / "in.jsonl", tmp_path / "out-2", output_format="parquet", batch_size=1)
+
+
+def test_an_output_folder_that_overlaps_the_input_is_refused(model, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", records(3))
+    cases = [
+        ("E117", folder, folder / "out", "is inside"),
+        ("E117", folder, folder, "is"),
+        ("E117", folder / "a.jsonl", folder / "a.jsonl", "is"),
+        ("E117", folder / "a.jsonl", tmp_path, "holds"),
+        ("E118", folder / "a.jsonl", tmp_path / "file.txt", "it is a file"),
+        ("E118", folder / "a.jsonl", tmp_path / "file.txt" / "out", "Not a directory"),
+    ]
+    (tmp_path / "file.txt").write_text("not a folder")
+    for code, input, output, words in cases:
+        with pytest.raises(ValueError, match=rf"^\[{code}\] The output .*{words}"):
+            tag(model, input, output)
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jsonl"]
+    result = subprocess.run([sys.executable, "-m", "spacy_crf", "tag", str(model), str(folder / "a.jsonl"),
+                             str(tmp_path / "file.txt"), "--no-progress"], capture_output=True, text=True, env=ENV)
+    assert result.returncode == 1 and "[E118]" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_workers_end_when_the_driver_is_killed(model, tmp_path):
+    """kill -9 of the command alone (not its process group) with --workers 2."""
+    write_jsonl(tmp_path / "in.jsonl", records(4000))
+    out = tmp_path / "out"
+    process = subprocess.Popen(corpus_faults.tag_command(model, tmp_path / "in.jsonl", out, engine="local", workers=2,
+                                                          shard_size=20, batch_size=4),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    workers = []
+    try:
+        while not (out / MANIFEST).exists() and process.poll() is None:  # the workers are tagging
+            time.sleep(0.2)
+        workers = corpus_faults.descendants(process.pid)
+        assert process.poll() is None and len(workers) >= 2
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 60
+        while corpus_faults.alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert corpus_faults.alive(workers) == []
+    finally:
+        process.kill()
+        for pid in corpus_faults.alive(workers):
+            os.kill(pid, signal.SIGKILL)
+
+
+WATCHED_CHILD = """
+import os, sys, time
+from spacy_crf.corpus import local
+sys.platform = "darwin"  # no prctl: the watchdog thread alone
+driver = os.getpid()
+if os.fork() == 0:
+    local._die_with_parent(driver)
+    open(sys.argv[1], "w").write(str(os.getpid()))
+    time.sleep(600)
+else:
+    time.sleep(600)
+"""
+
+
+def test_without_prctl_a_thread_ends_the_worker_when_its_parent_dies(tmp_path):
+    """The portable fallback of the worker processes (off Linux)."""
+    process = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD, str(tmp_path / "pid")], env=ENV)
+    child = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.1)  # the pid written whole
+        child = int((tmp_path / "pid").read_text())
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 30
+        while corpus_faults.alive([child]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert corpus_faults.alive([child]) == []
+    finally:
+        process.kill()
+        for pid in corpus_faults.alive([child] if child else []):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("engine", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+def test_kills_at_random_moments_lose_and_double_no_record(model, tmp_path, engine):
+    """The benchmark scaled down: 300 records with every kind of bad record,
+    the process group killed twice at a random moment of the run and rerun,
+    then run to the end: each record once, in the shards or in bad_records/,
+    and no process of a killed job left."""
+    if engine == "ray":
+        pytest.importorskip("ray")
+    result = corpus_faults.run(model, tmp_path, records=300, bad_share=0.01, cycles=2, engine=engine, workers=2,
+                               shard_size=40, batch_size=8, seed=3)
+    assert result["final_returncode"] == 0, (tmp_path / "tag.log").read_text()[-3000:]
+    assert [cycle["left"] for cycle in result["cycles"]] == [0, 0]
+    assert result["good_tagged_once"] == result["good_expected"] == 282
+    assert result["bad_reported_once"] == result["bad_expected"] == 18
+    assert sum(n for key, n in result.items()
+               if key.startswith(("good_", "bad_", "output_", "reports_", "left_"))
+               and not key.endswith(("_expected", "_once"))) == 0
