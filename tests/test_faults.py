@@ -198,7 +198,7 @@ def test_a_kill_while_saving_leaves_whole_files(tmp_path):
     trained_nlp().get_pipe("crf_tagger").to_disk(target)
     whole = {name: whole[name] | {(target / name).read_bytes()} for name in whole}
     rng = numpy.random.default_rng(0)
-    for _ in range(3):
+    for _ in range(2):
         with subprocess.Popen(
             [sys.executable, "-c", _SAVE_FOREVER, str(versions[0]), str(versions[1]), str(target)],
             stdout=subprocess.PIPE, text=True,
