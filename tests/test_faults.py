@@ -126,6 +126,15 @@ def test_every_bit_flip_in_the_weights_is_detected(trained_nlp_on_disk):
     tagger.from_disk(path / "crf_tagger", exclude=["vocab"])
 
 
+def test_the_bit_flips_benchmark_counts_every_refused_load(trained_nlp_on_disk, tmp_path):
+    from benchmarks.bit_flips import flip_and_load
+
+    _, path = trained_nlp_on_disk
+    result = flip_and_load(path, tmp_path / "work", flips=10)
+    assert result["flips"] == 10 + 64 * 8 and result["refused"] == result["flips"]
+    assert result["codes"] == {"E007": result["flips"]}
+
+
 def test_the_checksum_covers_to_bytes_too(trained_nlp_on_disk):
     import srsly
 
