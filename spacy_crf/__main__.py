@@ -121,7 +121,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     and, last, the numbers as one line of JSON."""
     import spacy
 
-    from spacy_crf.temperature import calibrate
+    from spacy_crf.calibration.temperature import calibrate
 
     if args.gpu_id >= 0:
         spacy.require_gpu(args.gpu_id)

@@ -109,10 +109,11 @@ class Errors(metaclass=ErrorsWithCodes):
     E020 = (
         "Component '{name}' has target \"{target}\": entity probabilities "
         "(store_entity_probs, ents_threshold, candidates_key) and rejected "
-        "spans (incorrect_spans_key) need target \"ents\"."
+        "spans (incorrect_spans_key) are settings of crf_ner (in 0.x: crf_tagger "
+        "with target \"ents\")."
     )
     E021 = "Component '{name}' was given {setting}={value}: a probability p with {low} p <= 1 is expected."
-    E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF.v2 or .v3: expected one of {options}."
+    E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF: expected one of {options}."
     E023 = (
         "Component '{name}' has a model with transitions = \"factored\", which "
         "scores transitions between the classes of its labels, but its target "
@@ -135,7 +136,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' was given quantize='int8', but torch {version} has no dynamic quantization "
         "(torch.ao.quantization.quantize_dynamic). Use quantize='none', or a torch that has it."
     )
-    E028 = "Unknown emissions '{value}' for spacy_crf.BiLSTMCRF.v3: expected one of {options}."
+    E028 = "Unknown emissions '{value}' for spacy_crf.BiLSTMCRF: expected one of {options}."
     E029 = (
         "Component '{name}' has a model with emissions = \"composed\", which "
         "scores each label as the sum of its parts, but its target '{target}' "
@@ -183,6 +184,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' has nothing to rehearse: call `nlp.resume_training()` "
         "first, which keeps a copy of the component as it is to rehearse towards."
     )
+    E037 = (
+        "Component '{name}' has the 0.x target \"{target}\" with constraints "
+        "\"{constraints}\": crf_morphologizer has no tag scheme. Set constraints "
+        "= \"none\", or use crf_tagger with a tag scheme."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):
@@ -197,3 +203,75 @@ class Warnings(metaclass=ErrorsWithCodes):
         "and gradients, slower). Where the package's folder is read-only, set "
         "NUMBA_CACHE_DIR to a writable folder."
     )
+    W003 = (
+        "Component '{name}' is a crf_tagger with target \"{target}\", which "
+        "{factory} does since spacy-crf 1.0: it is built as one (the same labels "
+        "and scores). Use factory = \"{factory}\" in new configs."
+    )
+
+
+# Corpus tagging (spacy_crf.corpus): E101 and W101 upwards, apart from the component's.
+
+class CorpusErrors(metaclass=ErrorsWithCodes):
+    E101 = "Input not found: '{path}'. Pass a file or a folder of files."
+    E102 = (
+        "The input '{path}' holds no documents: {reason}. Check the path, the "
+        "input format and the text field."
+    )
+    E103 = (
+        "Cannot load the pipeline '{model}': {reason}. Pass a pipeline folder "
+        "(e.g. training/cpu/model-best) or the name of an installed pipeline "
+        "package (e.g. en_crf_tagger_ewt)."
+    )
+    E104 = (
+        "The pipeline '{model}' has no spacy-crf component (crf_tagger, crf_morphologizer "
+        "or crf_ner; its components: "
+        "{components}). Tag with a pipeline trained with spacy-crf."
+    )
+    E105 = "Bad record in {path}, {where}: {reason} (id {id})."
+    E106 = (
+        "Cannot tell the format of input file '{path}' from its suffix: pass "
+        "one of {options} as the input format."
+    )
+    E107 = "Unknown {setting} '{value}': expected one of {options}."
+    E108 = (
+        "The output folder '{path}' holds a job with other settings ({detail}). "
+        "Write to a new folder, or delete this one to start over."
+    )
+    E109 = (
+        "The ray engine needs Ray Data: pip install \"spacy-crf[ray]\" (ray[data] "
+        "on every node of the cluster)."
+    )
+    E110 = "The Parquet file '{path}' has no column '{column}' (its columns: {columns})."
+    E111 = "{setting} must be at least {minimum}, got {value}."
+    E112 = (
+        "The local engine runs on a GPU with one worker only (spaCy's n_process "
+        "is for CPUs); got workers={workers}, gpus_per_worker={gpus}. Use "
+        "--engine ray for several GPU workers."
+    )
+    E113 = "{action} Parquet needs pyarrow: pip install \"spacy-crf[corpus]\"."
+    E114 = "Bad record in {path}, {where}: the pipeline cannot tag it: {reason} (id {id})."
+    E115 = "Bad record in {path}, {where}: its output cannot be written: {reason} (id {id})."
+    E116 = (
+        "The input changed since the job in '{path}' began ({detail}): resuming "
+        "would tag some records twice and others never. Start over with "
+        "--overwrite (overwrite=True), or write to a new folder."
+    )
+    E117 = (
+        "The output folder '{output}' {relation} the input '{input}': the job "
+        "would read its own output as input, or write over its input. Write "
+        "to a folder apart from the input."
+    )
+    E118 = "The output '{path}' is not a folder that can be written: {reason}. Pass a folder (it is created if missing)."
+    E119 = "Cannot write shard '{shard}' into '{path}': {reason}."
+
+
+class CorpusWarnings(metaclass=ErrorsWithCodes):
+    W101 = (
+        "Not deleting '{file}', which the manifest of '{path}' lists: it is "
+        "not inside the output folder."
+    )
+
+
+class BadRecordError(ValueError):
+    """A record that cannot be tagged, raised with `on_error="raise"`."""

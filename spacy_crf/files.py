@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Union
 
 # The name of every temporary file `write_atomic` makes starts with this (a
-# killed writer can leave one: see `spacy_crf.corpus.writers.remove_temporary_files`).
+# killed writer can leave one: see `spacy_crf.corpus.outputs.remove_temporary_files`).
 TEMPORARY_PREFIX = ".tmp-"
 _BLOCK = 1 << 20
 

@@ -1,54 +1,47 @@
-"""Scorers of crf_tagger: token accuracy of the attribute it writes (or
-entity P/R/F), and with `.v2` the calibration of the probabilities it stored."""
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+"""The scorers of the components, as spaCy's: token accuracy of what
+crf_tagger and crf_morphologizer write, entity P/R/F of crf_ner; each adds the
+calibration of the probabilities the component stored (store_confidence,
+store_entity_probs), where the predicted docs carry them."""
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from spacy.scorer import Scorer, get_ner_prf
-from spacy.tokens import Span, Token
+from spacy.tokens import Token
 from spacy.training import Example
 from spacy.util import registry
 
-from .calibration import N_BINS, Outcomes, entity_outcomes, token_outcomes
-from .targets import TARGETS
-
-TARGET_ATTRS = {"tag": "tag", "pos": "pos"}
+from .calibration.scores import calibration_scores
+from .targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget
 
 
-def crf_tagger_score(
-    examples: Iterable[Example], *, target: str = "tag", **kwargs: Any
-) -> Dict[str, Any]:
-    """Score tag_acc (target "tag"), pos_acc ("pos"), both ("tag+pos"),
-    morph_acc, morph_micro_p/r/f and morph_per_feat ("morph", as spaCy's
-    morphologizer scores them), those and pos_acc and pos_morph_acc
-    ("pos+morph"), those and tag_acc and tag_pos_morph_acc (tag, UPOS and
-    every feature right: UDPipe's AllTags; "tag+pos+morph") or ents_p/r/f
-    ("ents").
-
-    examples (Iterable[Example]): the predicted and gold docs.
-    target (str): the attribute the component writes.
-    RETURNS (Dict[str, Any]): e.g. {"tag_acc": 0.95}.
-    """
-    if target == "ents":
-        return get_ner_prf(examples)
-    if target == "tag+pos":
-        examples = list(examples)
-        scores = Scorer.score_token_attr(examples, "tag", **kwargs)
+def token_scores(examples: Iterable[Example], *, target: str = "tag", **kwargs: Any) -> Dict[str, Any]:
+    """tag_acc ("tag"), pos_acc ("pos") or both ("tag+pos")."""
+    examples = list(examples)
+    scores: Dict[str, Any] = {}
+    if target in ("tag", "tag+pos"):
+        scores.update(Scorer.score_token_attr(examples, "tag", **kwargs))
+    if target in ("pos", "tag+pos"):
         scores.update(Scorer.score_token_attr(examples, "pos", **kwargs))
-        return scores
-    if target in ("morph", "pos+morph", "tag+pos+morph"):
-        examples = list(examples)
-        scores = {}
-        if target == "tag+pos+morph":
-            scores.update(Scorer.score_token_attr(examples, "tag", **kwargs))
-        if target != "morph":
-            scores.update(Scorer.score_token_attr(examples, "pos", **kwargs))
-        scores.update(Scorer.score_token_attr(examples, "morph", getter=_morph_key, **kwargs))
-        scores.update(Scorer.score_token_attr_per_feat(examples, "morph", getter=_morph_key, **kwargs))
-        if target != "morph":
-            scores.update(Scorer.score_token_attr(examples, "pos_morph", getter=_pos_and_morph, **kwargs))
-        if target == "tag+pos+morph":
-            scores.update(Scorer.score_token_attr(examples, "tag_pos_morph", getter=_tag_pos_and_morph, **kwargs))
-        return scores
-    return Scorer.score_token_attr(examples, TARGET_ATTRS[target], **kwargs)
+    return scores
+
+
+def morph_scores(examples: Iterable[Example], *, target: str = "pos+morph", **kwargs: Any) -> Dict[str, Any]:
+    """morph_acc, morph_micro_p/r/f and morph_per_feat (as spaCy's
+    morphologizer scores them); with "pos+morph" also pos_acc and
+    pos_morph_acc (UPOS and every feature right); with "tag+pos+morph" those
+    and tag_acc and tag_pos_morph_acc (UDPipe's AllTags)."""
+    examples = list(examples)
+    scores: Dict[str, Any] = {}
+    if target == "tag+pos+morph":
+        scores.update(Scorer.score_token_attr(examples, "tag", **kwargs))
+    if target != "morph":
+        scores.update(Scorer.score_token_attr(examples, "pos", **kwargs))
+    scores.update(Scorer.score_token_attr(examples, "morph", getter=_morph_key, **kwargs))
+    scores.update(Scorer.score_token_attr_per_feat(examples, "morph", getter=_morph_key, **kwargs))
+    if target != "morph":
+        scores.update(Scorer.score_token_attr(examples, "pos_morph", getter=_pos_and_morph, **kwargs))
+    if target == "tag+pos+morph":
+        scores.update(Scorer.score_token_attr(examples, "tag_pos_morph", getter=_tag_pos_and_morph, **kwargs))
+    return scores
 
 
 def _morph_key(token: Token, attr: str) -> int:
@@ -57,101 +50,69 @@ def _morph_key(token: Token, attr: str) -> int:
 
 
 def _pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int]]:
-    """The token's (pos, morph key), None (missing) where either is unset:
-    the whole bundle, for pos_morph_acc."""
+    """The token's (pos, morph key), None (missing) where either is unset."""
     if not token.pos or not token.morph.key:
         return None
     return token.pos, token.morph.key
 
 
 def _tag_pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int, int]]:
-    """The token's (tag, pos, morph key), None (missing) where any is unset:
-    UDPipe's AllTags, for tag_pos_morph_acc."""
+    """The token's (tag, pos, morph key), None (missing) where any is unset."""
     if not token.tag or not token.pos or not token.morph.key:
         return None
     return token.tag, token.pos, token.morph.key
 
 
-def crf_tagger_score_v2(
-    examples: Iterable[Example], *, target: str = "tag", **kwargs: Any
-) -> Dict[str, Any]:
-    """`crf_tagger_score` (the same keys and values), plus the calibration of
-    the probabilities the component stored, where the predicted docs carry
-    them:
-
-    - confidence_ece, confidence_brier: with store_confidence, the expected
-      calibration error (15 equal-width bins) and Brier score of
-      token._.crf_confidence, the probability of each token's predicted
-      label, against whether it equals the gold label (tokens with a gold
-      label only);
-    - ents_prob_ece, ents_prob_brier: target "ents" with store_entity_probs,
-      those of span._.crf_prob of each predicted entity against whether
-      exactly that span and label is a gold entity (judged as ents_p is).
-
-    Keys whose probabilities no predicted doc carries are left out; a key
-    is None where no prediction could be judged. See spacy_crf.calibration.
+def tagger_score(examples: Iterable[Example], *, target: str = "tag", **kwargs: Any) -> Dict[str, Any]:
+    """crf_tagger's scores: `token_scores` and `calibration_scores`.
 
     examples (Iterable[Example]): the predicted and gold docs.
-    target (str): the attribute the component writes.
-    RETURNS (Dict[str, Any]): e.g. {"tag_acc": 0.95, "confidence_ece": 0.02,
-        "confidence_brier": 0.04}.
+    target (str): the component's target (from its cfg).
+    RETURNS (Dict[str, Any]): e.g. {"tag_acc": 0.95}.
     """
     examples = list(examples)
-    scores = crf_tagger_score(examples, target=target, **kwargs)
-    scores.update(calibration_scores(examples, target=target, constraints=kwargs.get("constraints", "auto")))
+    scores = token_scores(examples, target=target, **kwargs)
+    scores.update(calibration_scores(examples, TOKEN_TARGETS[target]))
     return scores
 
 
-def calibration_scores(
-    examples: Iterable[Example], *, target: str = "tag", constraints: str = "auto"
-) -> Dict[str, Optional[float]]:
-    """The calibration keys of `crf_tagger_score_v2` alone.
+def morphologizer_score(examples: Iterable[Example], *, target: str = "pos+morph", **kwargs: Any) -> Dict[str, Any]:
+    """crf_morphologizer's scores: `morph_scores` and `calibration_scores`.
 
     examples (Iterable[Example]): the predicted and gold docs.
-    target (str): the attribute the component writes.
-    constraints (str): the component's setting: the tag scheme of target
-        "ents" ("auto" is BILUO).
-    RETURNS (Dict[str, Optional[float]]): confidence_ece/_brier where a
-        predicted token has token._.crf_confidence, ents_prob_ece/_brier
-        where a predicted entity has span._.crf_prob; else nothing.
+    target (str): the component's target (from its cfg).
+    RETURNS (Dict[str, Any]): e.g. {"pos_acc": 0.97, "morph_acc": 0.96, ...}.
     """
-    scheme = "BILUO" if constraints == "auto" else constraints  # read by target "ents" only
-    tokens: List[Outcomes] = []
-    entities: List[Outcomes] = []
-    has_confidence = has_probs = False
-    read_confidence = Token.has_extension("crf_confidence")
-    read_probs = target == "ents" and Span.has_extension("crf_prob")
-    for eg in examples:
-        doc = eg.predicted
-        if read_confidence:
-            probs = [token._.crf_confidence for token in doc]
-            if any(p is not None for p in probs):
-                has_confidence = True
-                predicted = TARGETS[target].predicted_values(doc, scheme)
-                tokens.append(token_outcomes(probs, predicted, TARGETS[target].gold_values(eg, scheme)))
-        if read_probs:
-            spans = [(ent.start, ent.end, ent.label_, ent._.crf_prob) for ent in doc.ents]
-            spans = [span for span in spans if span[3] is not None]
-            if spans:
-                has_probs = True
-                entities.append(entity_outcomes(eg, spans))
-    scores: Dict[str, Optional[float]] = {}
-    if has_confidence:
-        metrics = Outcomes.join(tokens).metrics(N_BINS)
-        scores.update(confidence_ece=metrics["ece"], confidence_brier=metrics["brier"])
-    if has_probs:
-        metrics = Outcomes.join(entities).metrics(N_BINS)
-        scores.update(ents_prob_ece=metrics["ece"], ents_prob_brier=metrics["brier"])
+    examples = list(examples)
+    scores = morph_scores(examples, target=target, **kwargs)
+    scores.update(calibration_scores(examples, MORPH_TARGETS[target]))
     return scores
 
 
-@registry.scorers("spacy_crf.crf_tagger_scorer.v1")
-def make_crf_tagger_scorer() -> Callable[..., Dict[str, Any]]:
-    return crf_tagger_score
+def ner_score(examples: Iterable[Example], *, scheme: str = "BILUO", **kwargs: Any) -> Dict[str, Any]:
+    """crf_ner's scores: ents_p/r/f and ents_per_type (spaCy's
+    `get_ner_prf`) and `calibration_scores`.
+
+    examples (Iterable[Example]): the predicted and gold docs.
+    scheme (str): the component's tag scheme (from its cfg).
+    RETURNS (Dict[str, Any]): e.g. {"ents_f": 0.81, "ents_p": 0.83, ...}.
+    """
+    examples = list(examples)
+    scores = get_ner_prf(examples)
+    scores.update(calibration_scores(examples, EntityTarget(scheme)))
+    return scores
 
 
-@registry.scorers("spacy_crf.crf_tagger_scorer.v2")
-def make_crf_tagger_scorer_v2() -> Callable[..., Dict[str, Any]]:
-    """`.v1` plus confidence_ece/_brier and ents_prob_ece/_brier where the
-    predicted docs carry probabilities (store_confidence, store_entity_probs)."""
-    return crf_tagger_score_v2
+@registry.scorers("spacy_crf.tagger_scorer.v1")
+def make_tagger_scorer() -> Callable[..., Dict[str, Any]]:
+    return tagger_score
+
+
+@registry.scorers("spacy_crf.morphologizer_scorer.v1")
+def make_morphologizer_scorer() -> Callable[..., Dict[str, Any]]:
+    return morphologizer_score
+
+
+@registry.scorers("spacy_crf.ner_scorer.v1")
+def make_ner_scorer() -> Callable[..., Dict[str, Any]]:
+    return ner_score

@@ -31,11 +31,12 @@ finish puts back what was there before any of them (under a lock), so
 concurrent calls run under the first one's BLAS limit. No spaCy.
 """
 import contextlib
+import functools
 import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import FrozenSet, Iterator, Optional
+from typing import Any, Callable, FrozenSet, Iterator, Optional, TypeVar
 
 import torch
 
@@ -167,3 +168,17 @@ def _blas_threads(n: int) -> Iterator[None]:
         return
     with controller.limit(limits=n, user_api="blas"):
         yield
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def in_torch_threads(method: F) -> F:
+    """Run a component's method inside `torch_threads(self.threads)`."""
+
+    @functools.wraps(method)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with torch_threads(self.threads):
+            return method(self, *args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]

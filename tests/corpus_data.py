@@ -1,15 +1,19 @@
-"""Tiny crf_tagger pipelines and a small corpus in every input format, shared
-by the corpus tagging tests (test_corpus.py, test_corpus_ray.py)."""
+"""Tiny pipelines and a small corpus in every input format, shared by the
+corpus tagging tests (test_corpus.py, test_corpus_faults.py,
+test_corpus_ray.py): inputs, the output read back, nlp.pipe's reference and
+the command line run in-process."""
 import json
+import runpy
+import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import spacy
 from spacy.tokens import DocBin
+from spacy.training import Example
 from thinc.api import fix_random_seed
 
-from .test_entities import NER_DATA, ner_examples
-from .test_tagger import TRAIN_DATA, make_examples, make_nlp, train
+from .helpers import TRAIN_DATA, make_examples, make_nlp, train
 
 TEXTS = [
     "I like green eggs",
@@ -25,13 +29,21 @@ TEXTS = [
     "",
 ]
 
+# entities for the crf_ner pipeline (as tests/test_entities.py's)
+NER_DATA = [
+    ("Anna lives in New York City", [(0, 4, "PER"), (14, 27, "LOC")]),
+    ("New York loves Anna Smith", [(0, 8, "LOC"), (15, 25, "PER")]),
+    ("I like Berlin", [(7, 13, "LOC")]),
+]
+
 
 def train_tagger(path: Path, *, target: str = "tag") -> Path:
-    """Train a tiny crf_tagger pipeline (confidences stored) and save it to `path`."""
+    """Train a tiny pipeline (confidences stored) and save it to `path`: a
+    crf_tagger, or for target "ents" a crf_ner."""
     fix_random_seed(0)
     if target == "ents":
-        nlp = make_nlp(target="ents", store_confidence=True)
-        train(nlp, ner_examples(nlp, NER_DATA), steps=40)
+        nlp = make_nlp(factory="crf_ner", store_confidence=True)
+        train(nlp, [Example.from_dict(nlp.make_doc(text), {"entities": ents}) for text, ents in NER_DATA], steps=40)
     else:
         nlp = make_nlp(store_confidence=True)
         train(nlp, make_examples(nlp, TRAIN_DATA), steps=30)
@@ -86,6 +98,37 @@ def read_jsonl_rows(folder: Path) -> List[Dict[str, object]]:
     return rows
 
 
+def read_parquet_rows(folder: Path) -> List[Dict[str, object]]:
+    """Every row of every .parquet shard of an output folder."""
+    import pyarrow.parquet
+
+    return [row for path in sorted(folder.glob("*.parquet")) for row in pyarrow.parquet.read_table(path).to_pylist()]
+
+
+def read_docbin_rows(folder: Path, model: Path) -> List[Dict[str, object]]:
+    """Every doc of every .spacy shard of an output folder, as a row: its id,
+    carried fields, tokens, tags and confidences."""
+    nlp = spacy.load(model)  # registers token._.crf_confidence
+    rows = []
+    for path in sorted(folder.glob("*.spacy")):
+        for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
+            rows.append({
+                "id": doc.user_data["id"],
+                **doc.user_data["fields"],
+                "tokens": [t.text for t in doc],
+                "tags": [t.tag_ for t in doc],
+                "confidences": [t._.crf_confidence for t in doc],
+            })
+    return rows
+
+
+def output_files(folder: Path) -> Dict[str, bytes]:
+    """The bytes of an output folder's shards and bad-record files, by name;
+    not the manifest (its shards in the order they were done) or job.json."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.*")
+            if p.is_file() and p.name not in ("manifest.jsonl", "job.json")}
+
+
 def reference(model: Path, inputs: Dict[object, object]) -> Dict[object, Dict[str, object]]:
     """nlp.pipe's output by id: tokens, tags, entities and confidences.
 
@@ -124,3 +167,26 @@ def assert_rows_match(rows: List[Dict[str, object]], expected: Dict[object, Dict
         if "entities" in row:
             assert [(e["start"], e["end"], e["label"]) for e in row["entities"]] == want["entities"]
         assert row["confidences"] == pytest.approx(want["confidences"], abs=1e-5)
+
+
+def run_command_line(args: List[object], capsys, monkeypatch) -> Tuple[object, str, str]:
+    """`python -m spacy_crf ARGS`, run in this process as Python runs it in
+    its own (the package's __main__ module as "__main__", sys.argv set), but
+    without starting Python and importing spaCy and torch again, which costs
+    10-30 s a command on a busy 2-core machine. (Real processes run the
+    command in tests/test_corpus_faults.py and tests/test_corpus_ray.py.)
+
+    capsys, monkeypatch: the test's pytest fixtures.
+    RETURNS (Tuple[object, str, str]): the exit status (sys.exit's argument),
+        stdout and stderr. An exception other than SystemExit, which a
+        process would print as a traceback, propagates.
+    """
+    import pytest
+
+    monkeypatch.setattr(sys, "argv", ["python -m spacy_crf", *map(str, args)])
+    monkeypatch.delitem(sys.modules, "spacy_crf.__main__", raising=False)  # runpy runs it afresh
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("spacy_crf", run_name="__main__")
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err

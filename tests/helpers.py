@@ -72,9 +72,12 @@ def make_examples(nlp, data=TRAIN_DATA):
     return [Example.from_dict(nlp.make_doc(text), annots) for text, annots in data]
 
 
-def make_nlp(model=None, **config):
+def make_nlp(model=None, factory="crf_tagger", **config):
+    """A blank English pipeline with one component of the factory
+    ("crf_tagger", "crf_morphologizer" or "crf_ner"), named as the factory,
+    on the model (SMALL_MODEL by default) with the settings given."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": model or SMALL_MODEL, **config})
+    nlp.add_pipe(factory, config={"model": model or SMALL_MODEL, **config})
     return nlp
 
 
@@ -222,7 +225,7 @@ def no_host_sync():
             torch.cuda.set_sync_debug_mode("default")
 
 
-# UPOS and UD features (target "morph" and "pos+morph"); "" is an annotated
+# UPOS and UD features (crf_morphologizer, targets "morph" and "pos+morph"); "" is an annotated
 # token with no features (spaCy's "_"), as for "."
 MORPH_SENTENCES = [
     (["I", "like", "green", "eggs", "."], ["PRON", "VERB", "ADJ", "NOUN", "PUNCT"],

@@ -7,11 +7,19 @@ engine's tagging actor work as usual until a test arms the fault
 (`one_actor_killed`): then the first actor to get a chunk creates the marker
 file and exits on the spot (os._exit, as a killed process: no cleanup, no
 reply). The marker is created with O_EXCL, so exactly one actor dies.
+
+The hook itself imports nothing heavy: it wraps the actor when the worker
+imports the ray engine (a tagging actor or a reading task does), so that
+Ray's own workers (Ray Data's bookkeeping actors, idle workers) do not import
+spaCy for nothing: every worker start costs seconds on a busy 2-core machine.
 """
 import contextlib
+import importlib.abc
+import importlib.util
 import os
+import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional, Sequence
 
 FAULT_DIR_ENV = "SPACY_CRF_TEST_FAULT_DIR"
 ARMED = "armed"
@@ -36,10 +44,38 @@ def runtime_env(fault_dir: Path, threads: int) -> Dict[str, Any]:
     }
 
 
-def wrap_tag_actor() -> None:
-    """The setup hook: wrap the tagging actor's __call__ in this worker."""
-    from spacy_crf.corpus import ray_engine
+RAY_ENGINE = "spacy_crf.corpus.ray_engine"
 
+
+def wrap_tag_actor() -> None:
+    """The setup hook: wrap the tagging actor's __call__ in this worker, now
+    if the ray engine is imported already, else as soon as it is."""
+    if RAY_ENGINE in sys.modules:
+        _wrap(sys.modules[RAY_ENGINE])
+    else:
+        sys.meta_path.insert(0, _WrapOnImport())
+
+
+class _WrapOnImport(importlib.abc.MetaPathFinder):
+    """Finds the ray engine as the other finders do, and wraps its actor once
+    the module has run; then leaves sys.meta_path."""
+
+    def find_spec(self, name: str, path: Optional[Sequence[str]], target: Any = None) -> Any:
+        if name != RAY_ENGINE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        exec_module = spec.loader.exec_module
+
+        def exec_and_wrap(module: Any) -> None:
+            exec_module(module)
+            _wrap(module)
+
+        spec.loader.exec_module = exec_and_wrap
+        return spec
+
+
+def _wrap(ray_engine: Any) -> None:
     fault_dir = Path(os.environ[FAULT_DIR_ENV])
     tag = ray_engine._TagActor.__call__
 

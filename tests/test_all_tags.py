@@ -1,4 +1,4 @@
-"""target = "tag+pos+morph": XPOS, UPOS and features from one CRF over the
+"""crf_morphologizer, target "tag+pos+morph": XPOS, UPOS and features from one CRF over the
 (tag, bundle) pairs of the training data (UDPipe's AllTags), written to
 token.tag_, token.pos_ and token.morph."""
 import json
@@ -11,8 +11,8 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 
 from spacy_crf.corpus.pipeline import outputs_of
-from spacy_crf.scorers import crf_tagger_score
-from spacy_crf.targets import TARGETS, gold_ids, label_classes, label_parts
+from spacy_crf.scorers import morph_scores, morphologizer_score
+from spacy_crf.targets import MORPH_TARGETS, gold_ids, label_classes, label_parts
 
 from .helpers import MORPH_SENTENCES, assert_same_weights, make_nlp, train
 from .test_composed_emissions import COMPOSED
@@ -21,7 +21,7 @@ from .test_composed_emissions import COMPOSED
 TAGS = [["PRP", "VBP", "JJ", "NNS", "."], ["VB", "JJ", "NN", "."], ["PRP", "VBD", "NN", "."]]
 SENTENCES = [(words, tags, pos, morphs) for (words, pos, morphs), tags in zip(MORPH_SENTENCES, TAGS)]
 TEST_TEXTS = ["I like blue ham .", "They eat green eggs", "ham", "", "Eat green eggs !"]
-TARGET = TARGETS["tag+pos+morph"]
+TARGET = MORPH_TARGETS["tag+pos+morph"]
 
 
 def examples_of(nlp, sentences=SENTENCES):
@@ -39,26 +39,26 @@ def all_tags(doc):
 def trained(request):
     fix_random_seed(0)
     model = COMPOSED if request.param == "composed" else None
-    nlp = make_nlp(model=model, target="tag+pos+morph")
+    nlp = make_nlp(model=model, factory="crf_morphologizer", target="tag+pos+morph")
     losses = train(nlp, examples_of(nlp), steps=100)
     return nlp, losses, model
 
 
 def test_overfitting_IO(trained, tmp_path):
     nlp, losses, model = trained
-    assert losses["crf_tagger"] < 2.5
+    assert losses["crf_morphologizer"] < 2.5
     for words, tags, pos, morphs in SENTENCES:
         assert all_tags(nlp(" ".join(words))) == list(zip(tags, pos, morphs))
     expected = [all_tags(doc) for doc in map(nlp, TEST_TEXTS)]
 
     nlp.to_disk(tmp_path)
     nlp2 = spacy.load(tmp_path)
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
-    assert nlp2.get_pipe("crf_tagger").labels == nlp.get_pipe("crf_tagger").labels
+    assert_same_weights(nlp.get_pipe("crf_morphologizer"), nlp2.get_pipe("crf_morphologizer"))
+    assert nlp2.get_pipe("crf_morphologizer").labels == nlp.get_pipe("crf_morphologizer").labels
     assert [all_tags(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
-    nlp3 = make_nlp(model=model, target="tag+pos+morph")
+    nlp3 = make_nlp(model=model, factory="crf_morphologizer", target="tag+pos+morph")
     nlp3.from_bytes(nlp.to_bytes())
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
+    assert_same_weights(nlp.get_pipe("crf_morphologizer"), nlp3.get_pipe("crf_morphologizer"))
     assert [all_tags(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
     for batch_size in (1, 64):
         assert [all_tags(doc) for doc in nlp.pipe(TEST_TEXTS, batch_size=batch_size)] == expected
@@ -69,7 +69,7 @@ def test_overfitting_IO(trained, tmp_path):
 
 
 def test_labels_are_tag_space_bundle(trained):
-    tagger = trained[0].get_pipe("crf_tagger")
+    tagger = trained[0].get_pipe("crf_morphologizer")
     assert tagger.labels == tuple(sorted(tagger.labels))
     assert {"PRP Case=Nom|Number=Sing|POS=PRON|Person=1", "NNS Number=Plur|POS=NOUN", ". POS=PUNCT"} <= set(tagger.labels)
     assert len(tagger.labels) == 9  # one tag per bundle here: "." and "!" share ". POS=PUNCT"
@@ -85,7 +85,7 @@ def test_classes_are_upos_and_parts_are_tag_upos_features():
 
 
 def test_a_tag_with_bars_or_spaces_splits_at_the_last_space():
-    label = TARGET.expand_label("N|soort|ev POS=NOUN|Number=Sing", "none")[0]
+    label = TARGET.expand_label("N|soort|ev POS=NOUN|Number=Sing")[0]
     assert label == "N|soort|ev Number=Sing|POS=NOUN"
     assert TARGET.split(label) == ("N|soort|ev", "NOUN", "Number=Sing")
     assert TARGET.split("A B POS=X") == ("A B", "X", "_")
@@ -97,44 +97,44 @@ def test_a_tag_with_bars_or_spaces_splits_at_the_last_space():
               "NN  POS=NOUN", "NN Foo=a b|POS=NOUN"],
 )
 def test_add_label_refuses_what_is_not_tag_space_bundle(label):
-    tagger = make_nlp(target="tag+pos+morph").get_pipe("crf_tagger")
+    tagger = make_nlp(factory="crf_morphologizer", target="tag+pos+morph").get_pipe("crf_morphologizer")
     with pytest.raises(ValueError, match=r"\[E019\]"):
         tagger.add_label(label)
 
 
 def test_a_missing_or_negative_part_makes_the_token_unknown():
-    nlp = make_nlp(target="tag+pos+morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="tag+pos+morph")
     words, tags, pos, morphs = SENTENCES[0]
     gold = Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs)
     gold[0].tag_ = ""  # "I": no tag
     gold[1].pos = 0  # "like": no UPOS
     gold[2].set_morph(None)  # "green": morph never annotated
     gold[3].tag_ = "!NN"  # "eggs": a negative tag
-    values = TARGET.gold_values(Example(nlp.make_doc(" ".join(words)), gold), "none")
+    values = TARGET.gold_values(Example(nlp.make_doc(" ".join(words)), gold))
     assert values == ["", "", "", "", ". POS=PUNCT"]
     tags_ids, excluded, unknown = gold_ids(values, [". POS=PUNCT"])
     assert tags_ids.tolist() == [-1, -1, -1, -1, 0] and excluded.tolist() == [-1] * 5 and unknown == []
     misaligned = Example(nlp.make_doc("I like greeneggs ."), Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs))
-    assert TARGET.gold_values(misaligned, "none")[2] == ""
+    assert TARGET.gold_values(misaligned)[2] == ""
 
 
 def test_write_takes_any_sequence_of_labels():
-    nlp = make_nlp(target="tag+pos+morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="tag+pos+morph")
     doc = nlp.make_doc("a b")
     labels = numpy.asarray(["NN Number=Sing|POS=NOUN", "VB POS=VERB"])
-    TARGET.write(nlp.vocab, [doc], labels, [numpy.asarray([1, 0])], overwrite=False, scheme="none")
+    TARGET.write(nlp.vocab, [doc], labels, [numpy.asarray([1, 0])], overwrite=False)
     assert all_tags(doc) == [("VB", "VERB", ""), ("NN", "NOUN", "Number=Sing")]
     empty = nlp.make_doc("")
-    TARGET.write(nlp.vocab, [empty], [], [numpy.zeros(0, dtype="int64")], overwrite=False, scheme="none")
+    TARGET.write(nlp.vocab, [empty], [], [numpy.zeros(0, dtype="int64")], overwrite=False)
     assert len(empty) == 0
 
 
 def test_labels_given_in_any_form_are_normalized(tmp_path):
-    nlp = make_nlp(target="tag+pos+morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="tag+pos+morph")
     examples = examples_of(nlp)
     labels = ["NNS POS=NOUN|Number=Plur", "N|soort PROPN POS=PROPN"]
-    nlp.get_pipe("crf_tagger").initialize(lambda: examples, nlp=nlp, labels=labels)
-    assert nlp.get_pipe("crf_tagger").labels == ("NNS Number=Plur|POS=NOUN", "N|soort PROPN POS=PROPN")  # given order
+    nlp.get_pipe("crf_morphologizer").initialize(lambda: examples, nlp=nlp, labels=labels)
+    assert nlp.get_pipe("crf_morphologizer").labels == ("NNS Number=Plur|POS=NOUN", "N|soort PROPN POS=PROPN")  # given order
 
 
 def test_corpus_rows_have_tags_pos_and_morphs(trained, tmp_path):
@@ -157,7 +157,7 @@ def test_overwrite_false_keeps_each_attribute_a_doc_has(trained):
     doc[0].tag_ = "XX"
     doc[1].pos_ = "X"
     doc[2].set_morph("Foo=Bar")
-    doc = nlp.get_pipe("crf_tagger")(doc)
+    doc = nlp.get_pipe("crf_morphologizer")(doc)
     gold = list(zip(*SENTENCES[0][1:]))
     assert all_tags(doc) == [("XX",) + gold[0][1:], (gold[1][0], "X", gold[1][2]), gold[2][:2] + ("Foo=Bar",)] + gold[3:]
 
@@ -169,15 +169,17 @@ def test_scorer_on_a_hand_made_example():
                     morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Plur"])
     gold = Doc(vocab, words=words, tags=["NN", "VBP", "NN", "NNS"], pos=["NOUN", "VERB", "PROPN", "NOUN"],
                morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Sing"])
-    scores = crf_tagger_score([Example(predicted, gold)], target="tag+pos+morph")
+    scores = morphologizer_score([Example(predicted, gold)], target="tag+pos+morph")
+    assert scores == morph_scores([Example(predicted, gold)], target="tag+pos+morph")
     assert scores["tag_acc"] == pytest.approx(3 / 4)
     assert scores["pos_acc"] == pytest.approx(3 / 4)
     assert scores["morph_acc"] == pytest.approx(3 / 4)
     assert scores["pos_morph_acc"] == pytest.approx(2 / 4)  # a, b
     assert scores["tag_pos_morph_acc"] == pytest.approx(1 / 4)  # a only
-    assert "tag_pos_morph_acc" not in crf_tagger_score([Example(predicted, gold)], target="pos+morph")
-    weights = make_nlp().get_pipe_meta("crf_tagger").default_score_weights
-    assert weights["tag_pos_morph_acc"] == 0.0
+    assert "tag_pos_morph_acc" not in morphologizer_score([Example(predicted, gold)], target="pos+morph")
+    # the component scores with its target: tag_acc and tag_pos_morph_acc too
+    nlp = make_nlp(factory="crf_morphologizer", target="tag+pos+morph")
+    assert nlp.get_pipe("crf_morphologizer").score([Example(predicted, gold)]) == scores
 
 
 def test_paired_test_compares_all_three():

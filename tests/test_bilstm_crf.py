@@ -4,7 +4,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from spacy_crf.nn import CRFScores, PackedScores
-from spacy_crf.nn.bilstm_crf import BiLSTMCRF, packing_rows
+from spacy_crf.nn.network import BiLSTMCRF, packing_rows
 
 
 def _batch(lengths, width=6, seed=0):

@@ -15,7 +15,7 @@ from thinc.api import ArgsKwargs, fix_random_seed
 from spacy_crf.ml import CRFBatch
 from spacy_crf.ml.bilstm_crf import _convert_inputs, predict_by_pieces
 from spacy_crf.ml.doc_scores import DocScores, punctuation_sentence_starts, sentence_lengths, sentence_lengths_of
-from spacy_crf.tagger import CRFTagger
+from spacy_crf.components import CRFTagger
 from spacy_crf.targets import span_patterns
 
 from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, make_examples, make_nlp, train
@@ -39,7 +39,7 @@ def tagger_nlp():
 @pytest.fixture(scope="module")
 def ner_nlp():
     fix_random_seed(0)
-    nlp = make_nlp(MODEL, target="ents")
+    nlp = make_nlp(MODEL, factory="crf_ner")
     train(nlp, ner_examples(nlp), steps=12)
     return nlp
 
@@ -168,8 +168,8 @@ def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
 def test_entity_probabilities_by_sentence(ner_nlp):
     """Spans and their posteriors in doc offsets; a span across a sentence
     boundary has probability 0."""
-    tagger = ner_nlp.get_pipe("crf_tagger")
-    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    tagger = ner_nlp.get_pipe("crf_ner")
+    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
     words = ["Anna", "likes", "Berlin", ".", "New", "York", "is", "big"]
     starts = [True, False, False, False, True, False, False, False]
     doc = with_sentences(ner_nlp, words, starts)
@@ -200,7 +200,7 @@ def test_sentence_starts_are_read_from_the_tokens():
 
 def test_entities_and_their_probabilities_by_sentence(ner_nlp):
     """The component's decode_with_spans path (store_entity_probs, candidates)."""
-    tagger = ner_nlp.get_pipe("crf_tagger")
+    tagger = ner_nlp.get_pipe("crf_ner")
     words = ["Anna", "likes", "Berlin", ".", "New", "York", "is", "big", "."]
     starts = [True, False, False, False, True, False, False, False, False]
     old = dict(tagger.cfg)
@@ -230,7 +230,7 @@ def test_calibration_reads_the_sentences_as_the_component_does(tagger_nlp):
     """GoldScores (calibrate, reliability) cuts the docs as prediction does."""
     from spacy.training import Example
 
-    from spacy_crf.temperature import GoldScores
+    from spacy_crf.calibration.temperature import GoldScores
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")

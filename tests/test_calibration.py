@@ -1,4 +1,4 @@
-"""Temperature calibration: the temperature of crf_tagger's probabilities
+"""Temperature calibration: the temperature of the components' probabilities
 (every probability changes, no decoded label does), its fit by
 `python -m spacy_crf calibrate`, the calibration metrics (spacy_crf.calibration)
 and the scorer that reports them."""
@@ -23,11 +23,12 @@ from spacy_crf.calibration import (
     reliability_bins,
     token_outcomes,
 )
+from spacy_crf.calibration.temperature import GoldScores, fit_temperature, golden_section
+from spacy_crf.legacy import crf_tagger_score, crf_tagger_score_v2
 from spacy_crf.ml import CRFBatch, torch_network
 from spacy_crf.nn import CRFScores, factored_transitions, marginals
-from spacy_crf.scorers import crf_tagger_score, crf_tagger_score_v2
-from spacy_crf.targets import TARGETS, span_patterns
-from spacy_crf.temperature import GoldScores, fit_temperature, golden_section
+from spacy_crf.scorers import ner_score, tagger_score, token_scores
+from spacy_crf.targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, span_patterns
 
 from .helpers import MORPH_SENTENCES, SENTENCES, all_paths, brute_score, make_examples, make_nlp, random_batch, train
 from .test_entities import NER_DATA, ner_examples
@@ -54,7 +55,7 @@ def tagger_nlp():
 
 @pytest.fixture(scope="module")
 def ner_nlp():
-    nlp = make_nlp(target="ents", store_entity_probs=True, candidates_key="candidates", candidates_threshold=0.05)
+    nlp = make_nlp(factory="crf_ner", store_entity_probs=True, candidates_key="candidates", candidates_threshold=0.05)
     train(nlp, ner_examples(nlp), steps=12)
     return nlp
 
@@ -215,8 +216,8 @@ def test_temperature_keeps_factored_transitions_factored():
 
 
 def test_entity_probabilities_under_temperature(ner_nlp):
-    tagger = ner_nlp.get_pipe("crf_tagger")
-    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    tagger = ner_nlp.get_pipe("crf_ner")
+    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
     plain = list(ner_nlp.pipe(NER_TEXTS))
     with at_temperature(tagger, TAU):
         hot = list(ner_nlp.pipe(NER_TEXTS))
@@ -239,10 +240,10 @@ def test_entity_probabilities_under_temperature(ner_nlp):
     assert changed
 
 
-def test_ents_threshold_reads_tempered_posteriors(ner_nlp):
+def test_threshold_reads_tempered_posteriors(ner_nlp):
     """A threshold between an entity's posterior at tau = 1 and at tau keeps
     it at one temperature and drops it at the other."""
-    tagger = ner_nlp.get_pipe("crf_tagger")
+    tagger = ner_nlp.get_pipe("crf_ner")
     text = "Anna likes Berlin and New York"
     plain = {(e.start, e.end, e.label_): e._.crf_prob for e in ner_nlp(text).ents}
     tau = 0.3  # sharper: a likely entity gets likelier
@@ -251,13 +252,13 @@ def test_ents_threshold_reads_tempered_posteriors(ner_nlp):
     assert plain.keys() == sharp.keys() and plain
     key = max(plain, key=lambda k: sharp[k] - plain[k])
     assert sharp[key] > plain[key]
-    tagger.cfg["ents_threshold"] = (plain[key] + sharp[key]) / 2
+    tagger.cfg["threshold"] = (plain[key] + sharp[key]) / 2
     try:
         assert key not in {(e.start, e.end, e.label_) for e in ner_nlp(text).ents}
         with at_temperature(tagger, tau):
             assert key in {(e.start, e.end, e.label_) for e in ner_nlp(text).ents}
     finally:
-        tagger.cfg["ents_threshold"] = 0.0
+        tagger.cfg["threshold"] = 0.0
 
 
 @pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf"), "2", None, True])
@@ -364,30 +365,55 @@ def test_entity_outcomes_judge_as_spacy_ner_scores():
     assert len(entity_outcomes(unannotated, spans)) == 0
 
 
-@pytest.mark.parametrize("target", ["tag", "pos", "tag+pos", "morph", "pos+morph", "tag+pos+morph", "ents"])
+TARGETS = [
+    *TOKEN_TARGETS.values(), *MORPH_TARGETS.values(), EntityTarget("BILUO"), EntityTarget("BIO"),
+    EntityTarget("IOBES"), EntityTarget("IOB2"),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"ents-{t.scheme}" if hasattr(t, "scheme") else t.name)
 def test_predicted_values_read_back_what_gold_values_read(target):
     """A doc's own annotation, read as a prediction and as gold, agrees."""
     vocab = spacy.blank("en").vocab
     for (words, pos, morphs), (_, tags) in zip(MORPH_SENTENCES, SENTENCES):
         ents = ["B-PER"] + ["O"] * (len(words) - 1)
         doc = Doc(vocab, words=words, pos=pos, morphs=morphs, tags=tags[: len(words)], ents=ents)
-        for scheme in ("BILUO", "BIO"):
-            predicted = TARGETS[target].predicted_values(doc, scheme)
-            assert predicted == TARGETS[target].gold_values(Example(Doc(vocab, words=words), doc), scheme)
-            assert all(predicted)
+        predicted = target.predicted_values(doc)
+        assert predicted == target.gold_values(Example(Doc(vocab, words=words), doc))
+        assert all(predicted)
 
 
 # The scorer
 
 
-def test_scorer_v1_is_unchanged_and_v2_adds_calibration(tagger_nlp):
+def test_tagger_scorer_adds_calibration_where_docs_carry_probabilities(tagger_nlp):
+    examples = make_examples(tagger_nlp)
+    predicted = [Example(tagger_nlp(eg.reference.text), eg.reference) for eg in examples]
+    plain = token_scores(predicted, target="tag")
+    assert set(plain) == {"tag_acc"}
+    scores = tagger_score(predicted, target="tag")
+    assert set(scores) == {"tag_acc", "confidence_ece", "confidence_brier"} and scores["tag_acc"] == plain["tag_acc"]
+    probs = [t._.crf_confidence for eg in predicted for t in eg.predicted]
+    right = [t.tag_ == g.tag_ for eg in predicted for t, g in zip(eg.predicted, eg.reference)]
+    assert scores["confidence_ece"] == pytest.approx(expected_calibration_error(probs, right))
+    assert scores["confidence_brier"] == pytest.approx(brier_score(probs, right))
+    # the factory's scorer is tagger_score: the component (store_confidence) reports them
+    evaluated = tagger_nlp.evaluate(examples)
+    assert evaluated["tag_acc"] == scores["tag_acc"]
+    assert evaluated["confidence_ece"] == pytest.approx(scores["confidence_ece"])
+    # docs without probabilities: the token scores alone
+    bare = [Example(tagger_nlp.make_doc(eg.reference.text), eg.reference) for eg in examples]
+    assert tagger_score(bare, target="tag") == token_scores(bare, target="tag")
+
+
+def test_legacy_scorer_v1_is_unchanged_and_v2_adds_calibration(tagger_nlp):
+    """0.x's crf_tagger_scorer.v1 and .v2 (spacy_crf.legacy)."""
     examples = make_examples(tagger_nlp)
     predicted = [Example(tagger_nlp(eg.reference.text), eg.reference) for eg in examples]
     v1 = crf_tagger_score(predicted, target="tag")
     assert set(v1) == {"tag_acc"}
-    assert tagger_nlp.evaluate(examples).keys() >= {"tag_acc"}
-    assert "confidence_ece" not in tagger_nlp.evaluate(examples)  # the config's scorer is v1
     v2 = crf_tagger_score_v2(predicted, target="tag", constraints="auto")
+    assert v2 == tagger_score(predicted, target="tag")
     assert v2["tag_acc"] == v1["tag_acc"]
     probs = [t._.crf_confidence for eg in predicted for t in eg.predicted]
     right = [t.tag_ == g.tag_ for eg in predicted for t, g in zip(eg.predicted, eg.reference)]
@@ -398,16 +424,20 @@ def test_scorer_v1_is_unchanged_and_v2_adds_calibration(tagger_nlp):
     assert crf_tagger_score_v2(bare, target="tag") == crf_tagger_score(bare, target="tag")
 
 
-def test_scorer_v2_in_a_pipeline_scores_entity_posteriors():
+@pytest.mark.parametrize("scorer", ["spacy_crf.ner_scorer.v1", "spacy_crf.crf_tagger_scorer.v2"])
+def test_ner_scorer_in_a_pipeline_scores_entity_posteriors(scorer):
+    """crf_ner's scorer (and 0.x's crf_tagger_scorer.v2 in its place)."""
     nlp = make_nlp(
-        target="ents", store_entity_probs=True, store_confidence=True,
-        scorer={"@scorers": "spacy_crf.crf_tagger_scorer.v2"},
+        factory="crf_ner", store_entity_probs=True, store_confidence=True, scorer={"@scorers": scorer},
     )
     train(nlp, ner_examples(nlp), steps=12)
     examples = ner_examples(nlp, NER_DEV)
     scores = nlp.evaluate(examples)
     assert {"ents_f", "confidence_ece", "confidence_brier", "ents_prob_ece", "ents_prob_brier"} <= set(scores)
-    report = GoldScores(nlp, "crf_tagger", ner_examples(nlp, NER_DEV)).report(1.0)
+    predicted = [Example(doc, eg.reference) for doc, eg in zip(nlp.pipe(eg.x.text for eg in examples), examples)]
+    assert set(ner_score(predicted)) == {"ents_p", "ents_r", "ents_f", "ents_per_type", "confidence_ece",
+                                         "confidence_brier", "ents_prob_ece", "ents_prob_brier"}
+    report = GoldScores(nlp, "crf_ner", ner_examples(nlp, NER_DEV)).report(1.0)
     assert scores["ents_prob_ece"] == pytest.approx(report.metrics()["ents_ece"], rel=1e-5)
     assert scores["confidence_brier"] == pytest.approx(report.metrics()["token_brier"], rel=1e-5)
     assert scores["ents_p"] == pytest.approx(report.metrics()["ents_precision"])
@@ -532,7 +562,7 @@ def test_calibrate_entities(ner_nlp, tmp_path, capsys):
     assert result["after"]["ents_precision"] == result["before"]["ents_precision"]
     for when in ("before", "after"):
         assert 0.0 <= result[when]["ents_ece"] <= 1.0 and 0.0 <= result[when]["ents_brier"] <= 1.0
-    assert spacy.load(tmp_path / "out").get_pipe("crf_tagger").temperature == pytest.approx(result["temperature"])
+    assert spacy.load(tmp_path / "out").get_pipe("crf_ner").temperature == pytest.approx(result["temperature"])
 
 
 def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, tmp_path, capsys):
@@ -540,7 +570,7 @@ def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, t
     hand from their posteriors), not the gold labels' NLL."""
     from spacy.training import Corpus
 
-    from spacy_crf.temperature import GoldScores
+    from spacy_crf.calibration.temperature import GoldScores
 
     ner_nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
@@ -550,7 +580,7 @@ def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, t
     assert result["objective"] == "entities"
     tau = result["temperature"]
     nlp = spacy.load(tmp_path / "model")
-    scores = GoldScores(nlp, "crf_tagger", list(Corpus(tmp_path / "dev.spacy")(nlp)))
+    scores = GoldScores(nlp, "crf_ner", list(Corpus(tmp_path / "dev.spacy")(nlp)))
 
     def by_hand(t):
         entities = scores.report(t).entities
@@ -562,7 +592,7 @@ def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, t
     assert scores.entity_log_loss(tau) == pytest.approx(by_hand(tau))
     for other in (tau * 0.9, tau * 1.1, 1.0, 0.5, 2.0):
         assert by_hand(tau) <= by_hand(other) + 1e-6
-    assert spacy.load(tmp_path / "out").get_pipe("crf_tagger").temperature == pytest.approx(tau)
+    assert spacy.load(tmp_path / "out").get_pipe("crf_ner").temperature == pytest.approx(tau)
 
 
 def test_calibrate_errors(tagger_nlp, tmp_path, capsys):
@@ -575,12 +605,12 @@ def test_calibrate_errors(tagger_nlp, tmp_path, capsys):
     assert main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--component", "x"]) == 1
     assert "[E025]" in capsys.readouterr().out
     # in place needs a pipeline folder
-    from spacy_crf.temperature import calibrate
+    from spacy_crf.calibration.temperature import calibrate
 
     with pytest.raises(ValueError, match=r"\[E025\].*--output"):
         calibrate("not_a_folder", tmp_path / "dev.spacy", nlp=tagger_nlp)
     # the entities' objective needs entities; an unknown objective is refused
-    with pytest.raises(ValueError, match=r"\[E025\].*needs target 'ents'"):
+    with pytest.raises(ValueError, match=r"\[E025\].*needs a crf_ner"):
         calibrate(tmp_path / "model", tmp_path / "dev.spacy", write=False, objective="entities")
     with pytest.raises(ValueError, match=r"\[E025\].*objective must be one of"):
         calibrate(tmp_path / "model", tmp_path / "dev.spacy", write=False, objective="spans")
@@ -605,11 +635,11 @@ def test_reliability_script_draws_and_writes_json(ner_nlp, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     from scripts import reliability
 
-    ner_nlp.get_pipe("crf_tagger").temperature = 0.5
+    ner_nlp.get_pipe("crf_ner").temperature = 0.5
     try:
         ner_nlp.to_disk(tmp_path / "model")
     finally:
-        ner_nlp.get_pipe("crf_tagger").temperature = 1.0
+        ner_nlp.get_pipe("crf_ner").temperature = 1.0
     DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
     image, data = tmp_path / "out" / "reliability.png", tmp_path / "out" / "reliability.json"
     assert reliability.main([str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output", str(image),

@@ -1,4 +1,4 @@
-"""spacy_crf.CharCNN.v1 and HashCharEmbed.v4: the CNN equals a plain torch
+"""spacy_crf.CharCNN.v2 and HashCharEmbed.v5: the CNN equals a plain torch
 reference word by word (outputs and every gradient), its Numba loops equal
 Thinc's code in prediction and training; odd input, training, saving and loading."""
 import numpy
@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 from spacy.tokens import Doc
 
 from spacy_crf.ml import char_cnn
-from spacy_crf.ml.char_cnn import WORD_END, WORD_START, build_char_cnn, word_symbols
+from spacy_crf.ml.char_cnn import WORD_END, WORD_START, build_char_cnn_v2, word_symbols
 
 from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, TEST_TEXTS, assert_same_weights, make_examples, tags_of, train
 
@@ -20,13 +20,19 @@ WORDS = [
     ["Über", "naïve", "日本語", "supercalifragilisticexpialidocious", "e", "e", "eggs", "😀"],
     ["like", "like", "I", "ham"],
 ]
-CHAR_CNN = {"@architectures": "spacy_crf.CharCNN.v1", "width": 8, "nM": 6, "window": 1, "nP": 2, "max_bytes": 10}
+CHAR_CNN = {"@architectures": "spacy_crf.CharCNN.v2", "width": 8, "nM": 6, "window": 1, "nP": 2, "max_bytes": 10}
 EMBED = {
     **HASH_CHAR_EMBED,
-    "@architectures": "spacy_crf.HashCharEmbed.v4",
+    "@architectures": "spacy_crf.HashCharEmbed.v5",
     "min_count": 1,
+    "sum_byte_gradients": True,
     "word_encoder": CHAR_CNN,
 }
+
+
+def build_char_cnn(*, width=64, nM=32, window=1, nP=3, max_bytes=20):
+    """spacy_crf.CharCNN.v2, every setting given; these defaults are CharCNN.v1's."""
+    return build_char_cnn_v2(width=width, nM=nM, window=window, nP=nP, max_bytes=max_bytes)
 
 
 @pytest.fixture
@@ -114,7 +120,7 @@ def test_fused_training_equals_thincs_code(docs, monkeypatch, window, n_pieces):
     """Training on NumpyOps runs char_cnn_numba's loops: Thinc's outputs and
     gradients (SPACY_CRF_KERNELS=torch runs Thinc's code), and after a
     prediction (is_train=False) a caller that backpropagates gets them too."""
-    from spacy_crf.ml import char_cnn_numba
+    from spacy_crf.nn.kernels import char_cnn_numba
 
     calls = []
     real = char_cnn_numba.encode_words_for_training
@@ -191,7 +197,7 @@ def test_a_numba_that_cannot_set_up_warns_and_thinc_predicts(docs, monkeypatch):
     real_import = builtins.__import__
 
     def failing(name, globals=None, locals=None, fromlist=(), level=0):
-        if level == 1 and fromlist and "char_cnn_numba" in fromlist:
+        if level >= 1 and fromlist and "char_cnn_numba" in fromlist:
             raise RuntimeError("cannot cache function '_encode': no locator available")
         return real_import(name, globals, locals, fromlist, level)
 
@@ -260,17 +266,20 @@ def test_overfitting_io_with_the_char_cnn(tmp_path):
     assert any(node.name == "char_cnn" for node in loaded.get_pipe("crf_tagger").model.walk())
 
 
-def test_v4_without_a_word_encoder_is_v3():
+def test_v5_and_v4_without_a_word_encoder_are_v3():
+    """HashCharEmbed.v5 with sum_byte_gradients (and the legacy v4) without a
+    word encoder build v3's layers."""
     nlp = spacy.blank("en")
-    v3 = {**EMBED, "@architectures": "spacy_crf.HashCharEmbed.v3"}
-    del v3["word_encoder"]
+    v3 = {k: v for k, v in EMBED.items() if k not in ("word_encoder", "sum_byte_gradients")}
+    v3["@architectures"] = "spacy_crf.HashCharEmbed.v3"
+    v4 = {**v3, "@architectures": "spacy_crf.HashCharEmbed.v4", "word_encoder": None}
     models = []
-    for embed in ({**EMBED, "word_encoder": None}, v3):
+    for embed in ({**EMBED, "word_encoder": None}, v4, v3):
         nlp = spacy.blank("en")
         nlp.add_pipe("crf_tagger", config={"model": {**SMALL_MODEL, "tok2vec": embed}})
         nlp.initialize(lambda: make_examples(nlp))
         models.append([n.name for n in nlp.get_pipe("crf_tagger").model.walk()])
-    assert models[0] == models[1]
+    assert models[0] == models[1] == models[2]
 
 
 @pytest.mark.gpu

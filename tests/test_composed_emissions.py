@@ -1,7 +1,7 @@
 """spacy_crf.BiLSTMCRF.v3 emissions = "composed": each label's score is the sum
 of its parts' scores plus its bias (equal to a full linear layer whose label
 weights are those sums, outputs and gradients), the labels' parts per target,
-the overfitting-IO test with weights-equal round trips, the inference copies,
+the overfitting-IO test of crf_morphologizer with weights-equal round trips, the inference copies,
 and the coded errors."""
 import pytest
 import spacy
@@ -16,7 +16,7 @@ from spacy_crf.nn import BiLSTMCRF
 from spacy_crf.nn.emissions import ComposedEmission
 from spacy_crf.nn.quantize import bf16_copy, int8_copy
 from spacy_crf.nn.quantize import available as int8_available
-from spacy_crf.targets import TARGETS, label_parts
+from spacy_crf.targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, label_parts
 
 from .helpers import (
     MORPH_SENTENCES,
@@ -121,19 +121,19 @@ def test_inference_copies_of_composed_emissions():
 def test_label_parts_per_target():
     labels = ["Case=Nom|Number=Plur|POS=NOUN", "POS=PUNCT", "Number=Plur|POS=VERB"]
     names = ["Case=Nom", "Number=Plur", "POS=NOUN", "POS=PUNCT", "POS=VERB"]
-    assert label_parts(TARGETS["pos+morph"], labels) == [[0, 1, 2], [3], [1, 4]]
-    assert label_parts(TARGETS["morph"], ["Case=Nom|Number=Plur", "_", "Number=Sing"]) == [[0, 1], [], [2]]
-    assert label_parts(TARGETS["tag+pos"], ["NNS|NOUN", "NN|NOUN", "VB|VERB"]) == [[3, 0], [2, 0], [4, 1]]  # POS=NOUN, POS=VERB, TAG=NN, TAG=NNS, TAG=VB
-    ids = label_parts(TARGETS["pos+morph"], labels)
+    assert label_parts(MORPH_TARGETS["pos+morph"], labels) == [[0, 1, 2], [3], [1, 4]]
+    assert label_parts(MORPH_TARGETS["morph"], ["Case=Nom|Number=Plur", "_", "Number=Sing"]) == [[0, 1], [], [2]]
+    assert label_parts(TOKEN_TARGETS["tag+pos"], ["NNS|NOUN", "NN|NOUN", "VB|VERB"]) == [[3, 0], [2, 0], [4, 1]]  # POS=NOUN, POS=VERB, TAG=NN, TAG=NNS, TAG=VB
+    ids = label_parts(MORPH_TARGETS["pos+morph"], labels)
     assert [sorted(names[i] for i in label) for label in ids] == [sorted(label.split("|")) for label in labels]
-    assert label_parts(TARGETS["tag"], ["NN", "VB"]) is None
-    assert label_parts(TARGETS["ents"], ["B-PER", "O"]) is None
+    assert label_parts(TOKEN_TARGETS["tag"], ["NN", "VB"]) is None
+    assert label_parts(EntityTarget("BILUO"), ["B-PER", "O"]) is None
 
 
 @pytest.fixture(scope="module")
 def trained():
     fix_random_seed(0)
-    nlp = make_nlp(model=COMPOSED, target="pos+morph")
+    nlp = make_nlp(model=COMPOSED, factory="crf_morphologizer")
     losses = train(nlp, morph_examples(nlp), steps=100)
     return nlp, losses
 
@@ -155,26 +155,26 @@ def assert_parts_are_the_labels_upos_and_features(tagger):
 
 def test_the_parts_are_the_labels_upos_and_features(trained, tmp_path):
     nlp, _ = trained
-    assert_parts_are_the_labels_upos_and_features(nlp.get_pipe("crf_tagger"))
+    assert_parts_are_the_labels_upos_and_features(nlp.get_pipe("crf_morphologizer"))
     nlp.to_disk(tmp_path)
-    assert_parts_are_the_labels_upos_and_features(spacy.load(tmp_path).get_pipe("crf_tagger"))
+    assert_parts_are_the_labels_upos_and_features(spacy.load(tmp_path).get_pipe("crf_morphologizer"))
 
 
 def test_parts_follow_labels_given_in_any_order():
-    nlp = make_nlp(model=COMPOSED, target="pos+morph")
+    nlp = make_nlp(model=COMPOSED, factory="crf_morphologizer")
     examples = morph_examples(nlp)
     found = sorted({f"{m}|POS={p}" if m else f"POS={p}" for _, pos, morphs in MORPH_SENTENCES for p, m in zip(pos, morphs)})
-    labels = [TARGETS["pos+morph"].expand_label(label, "none")[0] for label in reversed(found)]
-    nlp.get_pipe("crf_tagger").initialize(lambda: examples, nlp=nlp, labels=labels)
-    tagger = nlp.get_pipe("crf_tagger")
+    labels = [MORPH_TARGETS["pos+morph"].expand_label(label)[0] for label in reversed(found)]
+    nlp.get_pipe("crf_morphologizer").initialize(lambda: examples, nlp=nlp, labels=labels)
+    tagger = nlp.get_pipe("crf_morphologizer")
     assert list(tagger.labels) == labels and labels != sorted(labels)
     assert_parts_are_the_labels_upos_and_features(tagger)
 
 
-@pytest.mark.parametrize("target,data", [("morph", "morph"), ("tag+pos", "joint")])
-def test_composed_emissions_train_other_targets(target, data):
+@pytest.mark.parametrize("factory,target,data", [("crf_morphologizer", "morph", "morph"), ("crf_tagger", "tag+pos", "joint")])
+def test_composed_emissions_train_other_targets(factory, target, data):
     fix_random_seed(0)
-    nlp = make_nlp(model={**COMPOSED, "transitions": "full"}, target=target)
+    nlp = make_nlp(model={**COMPOSED, "transitions": "full"}, factory=factory, target=target)
     if data == "morph":
         examples = morph_examples(nlp)
         # the punctuation's morph is unset in the gold: unknown, not scored
@@ -185,13 +185,13 @@ def test_composed_emissions_train_other_targets(target, data):
         want = lambda doc: [(t.tag_, t.pos_) for t in doc]  # noqa: E731
         gold = [list(zip(annot["tags"], annot["pos"])) for _, annot in JOINT_DATA]
     losses = train(nlp, examples, steps=150)
-    assert losses["crf_tagger"] < 1.5
-    assert isinstance(torch_network(nlp.get_pipe("crf_tagger").model).emission, ComposedEmission)
+    assert losses[factory] < 1.5
+    assert isinstance(torch_network(nlp.get_pipe(factory).model).emission, ComposedEmission)
     assert [want(doc) for doc in nlp.pipe(eg.x.text for eg in examples)] == gold
 
 
 def test_a_morph_target_whose_labels_have_no_parts_is_refused():
-    nlp = make_nlp(model={**COMPOSED, "transitions": "full"}, target="morph")
+    nlp = make_nlp(model={**COMPOSED, "transitions": "full"}, factory="crf_morphologizer", target="morph")
     examples = [Example.from_dict(nlp.make_doc("a b"), {"morphs": ["_", "_"]})]
     with pytest.raises(ValueError, match=r"\[E029\]"):
         nlp.initialize(get_examples=lambda: examples)
@@ -203,7 +203,7 @@ def test_the_quantize_setting_on_a_composed_pipeline(trained, mode):
         pytest.skip("this torch has no dynamic quantization")
     nlp, _ = trained
     expected = [analyses(doc) for doc in map(nlp, TEST_TEXTS)]
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_morphologizer")
     tagger.quantize = mode
     try:
         got = [analyses(doc) for doc in map(nlp, TEST_TEXTS)]
@@ -221,19 +221,19 @@ def test_a_target_without_parts_is_refused():
 
 def test_unknown_emissions_are_refused():
     with pytest.raises(ValueError, match=r"\[E028\]"):
-        make_nlp(model={**COMPOSED, "emissions": "sparse"}, target="pos+morph")
+        make_nlp(model={**COMPOSED, "emissions": "sparse"}, factory="crf_morphologizer")
 
 
 def test_full_and_composed_files_do_not_mix(trained):
     nlp, _ = trained
-    full = make_nlp(model={**COMPOSED, "emissions": "full"}, target="pos+morph")
+    full = make_nlp(model={**COMPOSED, "emissions": "full"}, factory="crf_morphologizer")
     with pytest.raises(ValueError, match="emissions"):
         full.from_bytes(nlp.to_bytes())
     fix_random_seed(0)
-    full = make_nlp(model={**COMPOSED, "emissions": "full"}, target="pos+morph")
+    full = make_nlp(model={**COMPOSED, "emissions": "full"}, factory="crf_morphologizer")
     full.initialize(get_examples=lambda: morph_examples(full))
     with pytest.raises(ValueError, match="emissions"):
-        make_nlp(model=COMPOSED, target="pos+morph").from_bytes(full.to_bytes())
+        make_nlp(model=COMPOSED, factory="crf_morphologizer").from_bytes(full.to_bytes())
 
 
 def test_a_file_saved_before_emissions_existed(trained):
@@ -242,21 +242,21 @@ def test_a_file_saved_before_emissions_existed(trained):
     fix_random_seed(0)
     v2 = {**COMPOSED, "@architectures": "spacy_crf.BiLSTMCRF.v2"}
     del v2["emissions"]
-    nlp = make_nlp(model=v2, target="pos+morph")
+    nlp = make_nlp(model=v2, factory="crf_morphologizer")
     nlp.initialize(get_examples=lambda: morph_examples(nlp))
-    shim = crf_shim(nlp.get_pipe("crf_tagger").model)
+    shim = crf_shim(nlp.get_pipe("crf_morphologizer").model)
     msg = srsly.msgpack_loads(shim.to_bytes())
     del msg["config"]["network"]["emissions"]
     old = srsly.msgpack_dumps(msg)
-    again = make_nlp(model=v2, target="pos+morph")
+    again = make_nlp(model=v2, factory="crf_morphologizer")
     again.initialize(get_examples=lambda: morph_examples(again))
-    again_shim = crf_shim(again.get_pipe("crf_tagger").model)
+    again_shim = crf_shim(again.get_pipe("crf_morphologizer").model)
     again_shim.from_bytes(old)
     for a, b in zip(shim.network.state_dict().values(), again_shim.network.state_dict().values()):
         assert torch.equal(a, b)
-    composed = make_nlp(model=COMPOSED, target="pos+morph")
+    composed = make_nlp(model=COMPOSED, factory="crf_morphologizer")
     composed.initialize(get_examples=lambda: morph_examples(composed))
-    composed_shim = crf_shim(composed.get_pipe("crf_tagger").model)
+    composed_shim = crf_shim(composed.get_pipe("crf_morphologizer").model)
     with pytest.raises(ValueError, match="emissions is 'full' in the file, 'composed' in the config"):
         composed_shim.from_bytes(old)
 
@@ -265,9 +265,9 @@ def test_v2_is_v3_with_full_emissions():
     structures = []
     for model in ({**COMPOSED, "@architectures": "spacy_crf.BiLSTMCRF.v2", "emissions": None}, {**COMPOSED, "emissions": "full"}):
         model = {k: v for k, v in model.items() if v is not None}
-        nlp = make_nlp(model=model, target="pos+morph")
+        nlp = make_nlp(model=model, factory="crf_morphologizer")
         nlp.initialize(get_examples=lambda: morph_examples(nlp))
-        network = torch_network(nlp.get_pipe("crf_tagger").model)
+        network = torch_network(nlp.get_pipe("crf_morphologizer").model)
         structures.append([(name, tuple(p.shape)) for name, p in network.named_parameters()])
         assert isinstance(network.emission, nn.Linear)
     assert structures[0] == structures[1]
@@ -282,8 +282,8 @@ def test_overfitting_IO_on_gpu(tmp_path):
     pytest.importorskip("cupy")
     require_gpu()  # conftest's thinc_ops_restored puts the CPU ops back afterwards
     fix_random_seed(0)
-    nlp = make_nlp(model=COMPOSED, target="pos+morph")
+    nlp = make_nlp(model=COMPOSED, factory="crf_morphologizer")
     losses = train(nlp, morph_examples(nlp), steps=100)
-    network = torch_network(nlp.get_pipe("crf_tagger").model)
+    network = torch_network(nlp.get_pipe("crf_morphologizer").model)
     assert next(network.parameters()).is_cuda
     assert_pos_morph_overfits_and_round_trips(nlp, losses, COMPOSED, tmp_path)

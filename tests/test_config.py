@@ -5,6 +5,8 @@ import pytest
 import spacy
 from thinc.api import Config
 
+from spacy_crf.components.tagger import DEPRECATED_SETTINGS
+
 from .helpers import CONFIGS, SENTENCES, run_spacy, write_docbin
 
 
@@ -15,10 +17,16 @@ def test_shipped_configs_are_complete(config, tmp_path):
     init_config.fill_config(tmp_path / "filled.cfg", CONFIGS / config, silent=True)
     shipped = Config().from_disk(CONFIGS / config, interpolate=False)
     filled = Config().from_disk(tmp_path / "filled.cfg", interpolate=False)
+    # crf_tagger's 0.x entity settings are filled in (0.x configs must load), never needed
+    for name, component in filled["components"].items():
+        if component.get("factory") == "crf_tagger" and name in shipped["components"]:
+            for key in DEPRECATED_SETTINGS:
+                if key not in shipped["components"][name]:
+                    del component[key]
     assert shipped == filled
     nlp = spacy.util.load_model_from_config(spacy.util.load_config(CONFIGS / config))
     nlp.create_optimizer()  # what nlp.resume_training() does: no unresolved ${...}
-    assert nlp.pipe_names[-1] in ("crf_tagger", "tagger", "morphologizer", "ner")
+    assert nlp.pipe_names[-1] in ("crf_tagger", "crf_morphologizer", "crf_ner", "tagger", "morphologizer", "ner")
 
 
 @pytest.mark.slow
@@ -43,13 +51,17 @@ def test_spacy_train_with_cpu_config(tmp_path):
     assert "TAG" in output
 
 
-def test_the_factory_default_is_the_network_of_cpu_cfg():
-    """`nlp.add_pipe("crf_tagger")` gets the shipped CPU config's network."""
-    from spacy_crf.tagger import DEFAULT_CRF_TAGGER_MODEL
-
-    shipped = Config().from_disk(CONFIGS / "cpu.cfg", interpolate=False)["components"]["crf_tagger"]["model"]
+@pytest.mark.parametrize("factory,config", [
+    ("crf_tagger", "cpu.cfg"), ("crf_morphologizer", "cpu_morph.cfg"), ("crf_ner", "ner_cpu.cfg"),
+])
+def test_each_factory_default_is_the_network_of_its_cpu_config(factory, config):
+    """`nlp.add_pipe(factory)` gets the shipped CPU config's network."""
+    shipped = Config().from_disk(CONFIGS / config, interpolate=False)["components"][factory]["model"]
     shipped = {key: value for key, value in shipped.items() if key != "nO"}
-    assert shipped == DEFAULT_CRF_TAGGER_MODEL
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory)
+    default = {key: value for key, value in nlp.config["components"][factory]["model"].items() if key != "nO"}
+    assert shipped == default
 
 
 def test_the_beam_ner_config_is_the_ner_baseline_with_a_beam():

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacy_crf.constraints import allowed_transitions
+from spacy_crf.targets.schemes import allowed_transitions
 from spacy_crf.nn import NEG_INF, CRFScores, marginals, viterbi_decode
 
 from .helpers import all_paths, brute_score, make_examples, make_nlp, random_batch, train, valid_reference

@@ -1,27 +1,26 @@
 """Tagging a corpus on the local engine: readers, writers, resumption, bad
 records, coded errors and the command line (the ray engine: test_corpus_ray.py)."""
 import json
-import os
 import pickle
 import re
 import string
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
 
 from spacy_crf.corpus import BadRecordError, CorpusErrors, tag_corpus
-from spacy_crf.corpus.readers import plan_shards, read_chunk
-from spacy_crf.corpus.writers import MANIFEST, read_manifest, write_shard
+from spacy_crf.corpus.inputs import plan_shards, read_chunk
+from spacy_crf.corpus.outputs import MANIFEST, read_manifest, write_shard
 
 from .corpus_data import (
     assert_rows_match,
+    read_docbin_rows,
     read_jsonl_rows,
+    read_parquet_rows,
     records,
     reference,
+    run_command_line,
     train_tagger,
     write_docbin,
     write_jsonl,
@@ -29,7 +28,6 @@ from .corpus_data import (
     write_text,
 )
 
-ROOT = Path(__file__).parent.parent
 CODES = sorted(name for name in vars(CorpusErrors) if re.fullmatch(r"E\d{3}", name))
 
 
@@ -138,22 +136,9 @@ def test_output_formats_hold_the_same_annotation(model, tmp_path, output_format)
     if output_format == "jsonl":
         out = read_jsonl_rows(tmp_path / "out")
     elif output_format == "parquet":
-        import pyarrow.parquet
-
-        out = [row for path in sorted((tmp_path / "out").glob("*.parquet"))
-               for row in pyarrow.parquet.read_table(path).to_pylist()]
+        out = read_parquet_rows(tmp_path / "out")
     else:
-        nlp = spacy.load(model)  # registers token._.crf_confidence
-        out = []
-        for path in sorted((tmp_path / "out").glob("*.spacy")):
-            for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
-                out.append({
-                    "id": doc.user_data["id"],
-                    "n": doc.user_data["fields"]["n"],
-                    "tokens": [t.text for t in doc],
-                    "tags": [t.tag_ for t in doc],
-                    "confidences": [t._.crf_confidence for t in doc],
-                })
+        out = read_docbin_rows(tmp_path / "out", model)
     assert_rows_match(out, expected)
     assert sorted(row["n"] for row in out) == list(range(12))
 
@@ -337,20 +322,19 @@ def test_local_workers_give_the_same_output(model, tmp_path):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
-def test_command_line(model, tmp_path):
+def test_command_line(model, tmp_path, capsys, monkeypatch):
+    """`python -m spacy_crf tag`, run in this process (corpus_data.run_command_line)."""
     write_jsonl(tmp_path / "in.jsonl", records(6))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-m", "spacy_crf", "tag", str(model), str(tmp_path / "in.jsonl"), str(tmp_path / "out"),
-            "--output-format", "jsonl", "--batch-size", "4", "--no-progress"]
-    result = subprocess.run(args, capture_output=True, text=True, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    args = ["tag", model, tmp_path / "in.jsonl", tmp_path / "out", "--output-format", "jsonl", "--batch-size", "4",
+            "--no-progress"]
+    status, stdout, stderr = run_command_line(args, capsys, monkeypatch)
+    assert status == 0, stderr[-3000:]
+    summary = json.loads(stdout.strip().splitlines()[-1])
     assert summary["docs"] == 6 and summary["shards_written"] == 1 and summary["bad_records"] == 0
-    assert "Tagged 6 docs" in result.stdout
+    assert "Tagged 6 docs" in stdout
     assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in records(6)}))
-    result = subprocess.run(args[:5] + [str(tmp_path / "missing.jsonl"), str(tmp_path / "out2")],
-                            capture_output=True, text=True, env=env)
-    assert result.returncode == 1 and "[E101]" in result.stdout and "Traceback" not in result.stderr
+    status, stdout, _ = run_command_line(args[:2] + [tmp_path / "missing.jsonl", tmp_path / "out2"], capsys, monkeypatch)
+    assert status == 1 and "[E101]" in stdout  # a message, no traceback
 
 
 def test_joint_target_writes_tags_and_pos_columns():

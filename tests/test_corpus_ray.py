@@ -1,18 +1,34 @@
 """Tagging a corpus on the ray engine, on a local 2-CPU Ray cluster started
 once for the module: the same output as nlp.pipe and the local engine, for
-every input format; resumption; a worker that dies; bad records, of reading
-and of the pipeline."""
+every input format and output format; resumption, from the command line
+joined to the running cluster; a worker that dies; bad records, of reading and
+of the pipeline, skipped or raised.
+
+Every job costs tens of seconds on a 2-core machine (each actor is a new
+process that imports spaCy and torch and rebuilds the pipeline), so the tests
+run few jobs that each check much: one reads every input format and every
+kind of bad record while an actor is killed; one stops after three shards
+and the command line resumes it; one raises on a bad record; one writes
+Parquet."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import spacy
 import torch
 
 from spacy_crf.corpus import BadRecordError, tag_corpus
-from spacy_crf.corpus.writers import read_manifest
+from spacy_crf.corpus.outputs import read_manifest
 
 from . import ray_faults
 from .corpus_data import (
     assert_rows_match,
+    output_files,
+    read_docbin_rows,
     read_jsonl_rows,
+    read_parquet_rows,
     records,
     reference,
     train_tagger,
@@ -24,6 +40,14 @@ from .corpus_data import (
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
+
+# records that cannot be read: line 2 is not JSON, line 3 not UTF-8
+UNREADABLE = b'{"id": "ra", "text": "eggs"}\n{"id": "rb"\n{"id": "rc", "text": "caf\xe9"}\n{"id": "rd", "text": "ham"}\n'
+# records that fail in the pipeline, on the actors: a lone surrogate (spaCy's
+# tokenizer) and a text over max_length cannot be tagged (E114), an id that
+# cannot be encoded cannot be written (E115)
+UNTAGGABLE = [{"id": "pa", "text": "I like ham"}, {"id": "pb", "text": "x \ud800"}, {"id": "pc", "text": "eggs " * 200_001},
+              {"id": "pd\ud800", "text": "ham"}, {"id": "pe", "text": "Eat eggs"}]
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +77,38 @@ def tag(model, input, output, **kwargs):
     return tag_corpus(model, input, output, **kwargs)
 
 
-def shard_bytes(folder):
-    return {p.name: p.read_bytes() for p in folder.glob("*.*") if p.name not in ("manifest.jsonl", "job.json")}
+def bad_reports(output):
+    """Every bad-record report in the output folder, in file order."""
+    return [json.loads(line) for path in sorted((output / "bad_records").glob("*.jsonl"))
+            for line in path.read_text(encoding="ascii").splitlines()]
 
 
-def test_every_input_format_equals_nlp_pipe_and_the_local_engine(model, tmp_path):
+def test_every_input_format_and_bad_record_with_an_actor_killed(model, tmp_path, fault_dir):
+    """One job on two actors, of which the first to get a chunk dies (Ray
+    restarts it and its chunk is redone): every input format, records that
+    cannot be read and records that fail in the pipeline on the actors (no
+    RayTaskError; their batch-mates are tagged). Each document once, as
+    nlp.pipe tags it; shards and bad-record files byte for byte the local
+    engine's."""
     folder = tmp_path / "in"
     folder.mkdir()
     write_jsonl(folder / "a.jsonl", records(14, "json"))
     write_text(folder / "b.txt", ["Eat blue ham", "I like green eggs", "eggs"])
     write_parquet(folder / "c.parquet", records(9, "pq"))
     write_docbin(folder / "d.spacy", ["I like  blue ham", "eggs"])
-    summary = tag(model, folder, tmp_path / "ray", workers=2, shard_size=5, batch_size=2)
-    assert (summary.docs, summary.shards, summary.shards_written) == (28, 7, 7)
+    (folder / "e.jsonl").write_bytes(UNREADABLE)
+    write_jsonl(folder / "f.jsonl", UNTAGGABLE)
+    settings = dict(shard_size=5, batch_size=2)
+    with ray_faults.one_actor_killed(fault_dir) as marker:
+        summary = tag(model, folder, tmp_path / "ray", workers=2, **settings)
+    assert marker.exists()  # an actor died mid-run
+    assert (summary.docs, summary.shards, summary.shards_written, summary.bad_records) == (32, 9, 9, 5)
     assert summary.startup_seconds == 0.0  # the module's cluster was already up
+    assert sum(entry["docs"] for entry in read_manifest(tmp_path / "ray").values()) == 32
+
     inputs = {r["id"]: r["text"] for r in records(14, "json") + records(9, "pq")}
     inputs.update({"b.txt:1": "Eat blue ham", "b.txt:2": "I like green eggs", "b.txt:3": "eggs"})
+    inputs.update({"ra": "eggs", "rd": "ham", "pa": "I like ham", "pe": "Eat eggs"})
     nlp = spacy.blank("en")
     for i, text in enumerate(["I like  blue ham", "eggs"]):
         doc = nlp.make_doc(text)
@@ -78,94 +118,67 @@ def test_every_input_format_equals_nlp_pipe_and_the_local_engine(model, tmp_path
     assert {row["id"]: row["n"] for row in out if "n" in row} == {
         **{f"json-{i}": i for i in range(14)}, **{f"pq-{i}": i for i in range(9)}
     }
-    tag(model, folder, tmp_path / "local", engine="local", shard_size=5, batch_size=2)
-    assert shard_bytes(tmp_path / "ray") == shard_bytes(tmp_path / "local")
+
+    reports = bad_reports(tmp_path / "ray")
+    assert [(r["source"], r["position"], r["id"], r["code"]) for r in reports] == [
+        ("e.jsonl", 2, "e.jsonl:2", "E105"), ("e.jsonl", 3, "rc", "E105"),
+        ("f.jsonl", 2, "pb", "E114"), ("f.jsonl", 3, "pc", "E114"), ("f.jsonl", 4, "pd\ud800", "E115"),
+    ]
+    assert sorted(m.split(", ", 1)[1].split(":")[0] for m in summary.bad_messages if "e.jsonl" in m) == [
+        "line 2", "line 3"
+    ]
+    tag(model, folder, tmp_path / "local", engine="local", **settings)
+    ray_files, local_files = output_files(tmp_path / "ray"), output_files(tmp_path / "local")
+    assert len(ray_files) == 11 and ray_files == local_files  # 9 shards, 2 bad-record files
 
 
-@pytest.mark.parametrize("output_format", ["docbin", "parquet"])
-def test_binary_outputs_equal_the_local_engine(model, tmp_path, output_format):
-    write_jsonl(tmp_path / "in.jsonl", records(12))
-    tag(model, tmp_path / "in.jsonl", tmp_path / "ray", output_format=output_format, shard_size=5, workers=1)
-    tag(model, tmp_path / "in.jsonl", tmp_path / "local", output_format=output_format, shard_size=5, engine="local")
-    ray_shards, local_shards = shard_bytes(tmp_path / "ray"), shard_bytes(tmp_path / "local")
-    assert len(ray_shards) == 3 and sorted(ray_shards) == sorted(local_shards)
-    if output_format == "docbin":  # DocBin bytes are deterministic; Parquet files carry writer metadata
-        assert ray_shards == local_shards
-    else:
-        import pyarrow.parquet
-
-        for name in ray_shards:
-            assert (pyarrow.parquet.read_table(tmp_path / "ray" / name)
-                    .equals(pyarrow.parquet.read_table(tmp_path / "local" / name)))
-
-
-def test_resumes_after_a_stop_each_document_once(model, tmp_path):
+def test_resumes_from_the_command_line_joined_to_the_cluster(model, tmp_path):
+    """A job stops after three shards; `python -m spacy_crf tag --address`, a
+    second driver that joins the module's cluster, resumes it: each document
+    once, and DocBin shards byte for byte the local engine's. One actor a run:
+    resumption is the manifest's work, not the pool's."""
     rows = records(25)
     write_jsonl(tmp_path / "in.jsonl", rows)
-    # one actor a run: resumption is the manifest's work, not the pool's
-    first = tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=4, max_shards=3)
+    settings = dict(output_format="docbin", shard_size=4, batch_size=3)
+    first = tag(model, tmp_path / "in.jsonl", tmp_path / "ray", max_shards=3, workers=1, **settings)
     assert (first.shards, first.shards_written, first.docs) == (7, 3, 12)
-    second = tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=4)
-    assert (second.shards_skipped, second.shards_written, second.docs) == (3, 4, 13)
-    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in rows}))
 
-
-def test_a_worker_killed_mid_run_loses_no_document(model, tmp_path, fault_dir):
-    rows = records(30)
-    write_jsonl(tmp_path / "in.jsonl", rows)
-    with ray_faults.one_actor_killed(fault_dir) as marker:  # the first actor to get a chunk exits
-        summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=10, batch_size=4, workers=2)
-    assert marker.exists()
-    assert summary.docs == 30 and summary.shards_written == 3
-    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in rows}))
-    assert sum(entry["docs"] for entry in read_manifest(tmp_path / "out").values()) == 30
-
-
-def test_bad_records_skipped_or_raised(model, tmp_path):
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(b'{"id": "a", "text": "eggs"}\n{"id": "b"\n{"id": "c", "text": "caf\xe9"}\n{"id": "d", "text": "ham"}\n')
-    summary = tag(model, path, tmp_path / "out", batch_size=2)
-    assert sorted(row["id"] for row in read_jsonl_rows(tmp_path / "out")) == ["a", "d"]
-    assert summary.bad_records == 2
-    assert [m.split(", ", 1)[1].split(":")[0] for m in summary.bad_messages] == ["line 2", "line 3"]
-    with pytest.raises(BadRecordError, match=r"\[E105\] Bad record in .*in.jsonl, line 2"):
-        tag(model, path, tmp_path / "out-raise", on_error="raise")
-
-
-def test_records_that_fail_in_the_pipeline_are_reported_on_ray(model, tmp_path):
-    """A lone surrogate (spaCy's tokenizer), a text over max_length and an id
-    that cannot be encoded are bad records on the actors too: no RayTaskError,
-    and their batch-mates are tagged."""
-    import json
-
-    rows = [{"id": "a", "text": "I like ham"}, {"id": "b", "text": "x \ud800"}, {"id": "c", "text": "eggs " * 200_001},
-            {"id": "d\ud800", "text": "ham"}, {"id": "e", "text": "Eat eggs"}]
-    write_jsonl(tmp_path / "in.jsonl", rows)
-    summary = tag(model, tmp_path / "in.jsonl", tmp_path / "out", workers=1)
-    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {"a": "I like ham", "e": "Eat eggs"}))
-    reports = [json.loads(line) for line in next((tmp_path / "out" / "bad_records").iterdir()).read_text().splitlines()]
-    assert [(r["id"], r["code"]) for r in reports] == [("b", "E114"), ("c", "E114"), ("d\ud800", "E115")]
-    assert summary.bad_records == 3
-
-
-def test_command_line_joins_a_running_cluster(model, tmp_path):
-    """`--address`: a second driver (the CLI) joins the module's cluster."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    write_jsonl(tmp_path / "in.jsonl", records(9))
     address = ray.get_runtime_context().gcs_address
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    # the second job's actors compute with the threads of this process, as the local engine here does
+    runtime_env = {"env_vars": {"OMP_NUM_THREADS": str(torch.get_num_threads())}}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ray_faults.ROOT)}
     result = subprocess.run(
-        [sys.executable, "-m", "spacy_crf", "tag", str(model), str(tmp_path / "in.jsonl"), str(tmp_path / "out"),
-         "--engine", "ray", "--address", address, "--workers", "1", "--batch-size", "3", "--output-format", "jsonl"],
+        [sys.executable, "-m", "spacy_crf", "tag", str(model), str(tmp_path / "in.jsonl"), str(tmp_path / "ray"),
+         "--engine", "ray", "--address", address, "--runtime-env", json.dumps(runtime_env), "--workers", "1",
+         "--batch-size", "3", "--shard-size", "4", "--output-format", "docbin"],
         capture_output=True, text=True, env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["docs"] == 9 and summary["bad_records"] == 0
+    second = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (second["shards_skipped"], second["shards_written"], second["docs"], second["bad_records"]) == (3, 4, 13, 0)
     assert "tagging (ray)" in result.stderr  # the progress bar
-    assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in records(9)}))
+
+    assert_rows_match(read_docbin_rows(tmp_path / "ray", model), reference(model, {r["id"]: r["text"] for r in rows}))
+    tag(model, tmp_path / "in.jsonl", tmp_path / "local", engine="local", **settings)
+    ray_files, local_files = output_files(tmp_path / "ray"), output_files(tmp_path / "local")
+    assert len(ray_files) == 7 and ray_files == local_files
+
+
+def test_parquet_output_equals_the_local_engine(model, tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", records(12))
+    tag(model, tmp_path / "in.jsonl", tmp_path / "ray", output_format="parquet", shard_size=5, workers=1)
+    tag(model, tmp_path / "in.jsonl", tmp_path / "local", output_format="parquet", shard_size=5, engine="local")
+    ray_files, local_files = output_files(tmp_path / "ray"), output_files(tmp_path / "local")
+    assert len(ray_files) == 3 and sorted(ray_files) == sorted(local_files)
+    import pyarrow.parquet
+
+    for name in ray_files:  # Parquet files carry writer metadata: the tables are compared
+        assert (pyarrow.parquet.read_table(tmp_path / "ray" / name)
+                .equals(pyarrow.parquet.read_table(tmp_path / "local" / name)))
+    assert_rows_match(read_parquet_rows(tmp_path / "ray"), reference(model, {r["id"]: r["text"] for r in records(12)}))
+
+
+def test_a_bad_record_raises_when_asked(model, tmp_path):
+    (tmp_path / "in.jsonl").write_bytes(UNREADABLE)
+    with pytest.raises(BadRecordError, match=r"\[E105\] Bad record in .*in.jsonl, line 2"):
+        tag(model, tmp_path / "in.jsonl", tmp_path / "out", on_error="raise")

@@ -1,10 +1,10 @@
-"""target = "ents": crf_tagger as a named entity recogniser writing doc.ents."""
+"""crf_ner: a named entity recogniser writing doc.ents through the tags of a scheme."""
 import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_crf.targets import TARGETS, entity_tags, gold_ids, tags_to_spans
+from spacy_crf.targets import EntityTarget, entity_tags, gold_ids, tags_to_spans
 
 from .helpers import SMALL_MODEL, make_nlp, train, valid_reference
 
@@ -23,13 +23,15 @@ def ents_of(doc):
     return [(e.start_char, e.end_char, e.label_) for e in doc.ents]
 
 
-@pytest.mark.parametrize("scheme", ["auto", "BILUO", "BIO", "IOBES"])
+@pytest.mark.parametrize("scheme", [None, "BILUO", "BIO", "IOBES"])
 def test_ner_overfitting_and_roundtrip(scheme, tmp_path):
-    nlp = make_nlp(target="ents", constraints=scheme)
+    """None: the factory's default scheme, BILUO."""
+    nlp = make_nlp(factory="crf_ner", **({} if scheme is None else {"scheme": scheme}))
     examples = ner_examples(nlp)
     train(nlp, examples, steps=80)
-    tagger = nlp.get_pipe("crf_tagger")
-    assert "O" in tagger.labels and ("U-PER" in tagger.labels) == (scheme in ("auto", "BILUO"))
+    tagger = nlp.get_pipe("crf_ner")
+    assert tagger.cfg["scheme"] == (scheme or "BILUO") and tagger.target.scheme == tagger.cfg["scheme"]
+    assert "O" in tagger.labels and ("U-PER" in tagger.labels) == (scheme in (None, "BILUO"))
     for text, ents in NER_DATA:
         assert ents_of(nlp(text)) == ents
     scores = nlp.evaluate(examples)
@@ -41,13 +43,13 @@ def test_ner_overfitting_and_roundtrip(scheme, tmp_path):
 
 
 def test_missing_entity_annotation_is_partial():
-    nlp = make_nlp(target="ents")
+    nlp = make_nlp(factory="crf_ner")
     examples = ner_examples(nlp)
     nlp.initialize(lambda: examples)
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_ner")
     doc = nlp.make_doc("Anna lives in Rome")
     reference = Doc(nlp.vocab, words=["Anna", "lives", "in", "Rome"], ents=["B-PER", "O", "O", ""])
-    tags, _, _ = gold_ids(TARGETS["ents"].gold_values(Example(doc, reference), "BILUO"), tagger.labels)
+    tags, _, _ = gold_ids(EntityTarget("BILUO").gold_values(Example(doc, reference)), tagger.labels)
     assert tags[3] == -1 and tags[0] == tagger.labels.index("U-PER")
     unannotated = Example(nlp.make_doc("Rome"), nlp.make_doc("Rome"))
     scores = tagger.model.predict([unannotated.predicted])
@@ -55,26 +57,27 @@ def test_missing_entity_annotation_is_partial():
 
 
 def test_overwrite_keeps_existing_entities():
-    nlp = make_nlp(target="ents")
+    nlp = make_nlp(factory="crf_ner")
     train(nlp, ner_examples(nlp), steps=80)
     doc = nlp.make_doc("Anna lives in New York City")
     doc.ents = [doc.char_span(0, 4, label="CUSTOM")]
-    doc = nlp.get_pipe("crf_tagger")(doc)
+    doc = nlp.get_pipe("crf_ner")(doc)
     assert ents_of(doc) == [(0, 4, "CUSTOM"), (14, 27, "LOC")]
 
 
 def test_add_label_with_entity_type():
-    nlp = make_nlp(target="ents", constraints="BIO")
-    tagger = nlp.get_pipe("crf_tagger")
+    nlp = make_nlp(factory="crf_ner", scheme="BIO")
+    tagger = nlp.get_pipe("crf_ner")
     assert tagger.add_label("PER") == 1
     assert tagger.labels == ("B-PER", "I-PER", "O")
     assert tagger.add_label("PER") == 0
     assert entity_tags(["LOC", "PER"], "BILUO")[:4] == ["B-LOC", "B-PER", "I-LOC", "I-PER"]
 
 
-def test_ents_need_a_scheme():
+@pytest.mark.parametrize("scheme", ["none", "auto", "BIOES"])
+def test_ents_need_a_scheme(scheme):
     with pytest.raises(ValueError, match=r"\[E015\]"):
-        make_nlp(target="ents", constraints="none")
+        make_nlp(factory="crf_ner", scheme=scheme)
 
 
 def test_tags_to_spans_bio():
@@ -84,9 +87,9 @@ def test_tags_to_spans_bio():
 
 
 def test_predictions_are_valid_biluo_on_unseen_text():
-    nlp = make_nlp(target="ents", model={**SMALL_MODEL, "chunk_size": 3})
+    nlp = make_nlp(factory="crf_ner", model={**SMALL_MODEL, "chunk_size": 3})
     train(nlp, ner_examples(nlp), steps=20)
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_ner")
     for text in ["City York New Anna Smith lives", "in in in", "Berlin Berlin Berlin Berlin"]:
         ids = tagger.predict([nlp.make_doc(text)]).ids[0]
         assert valid_reference([tagger.labels[i] for i in ids], "BILUO")

@@ -1,4 +1,4 @@
-"""scripts.entity_probabilities: the entity probabilities of crf_tagger (its
+"""scripts.entity_probabilities: the entity probabilities of crf_ner (its
 exact posteriors) and of spaCy's beam_ner (its beam scores), their
 calibration and precision/recall over a threshold, on tiny trained pipelines."""
 import json
@@ -13,7 +13,7 @@ from spacy.training import Example
 from scripts import entity_probabilities as script
 from spacy_crf.calibration import Outcomes, entity_outcomes
 
-from .helpers import make_nlp, train
+from .helpers import SMALL_MODEL, make_nlp, train
 from .test_entities import NER_DATA, ner_examples
 
 # the dev docs: the training texts and some it never saw, all annotated
@@ -40,11 +40,11 @@ def dev(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def crf_model(tmp_path_factory):
-    """A briefly trained crf_tagger recogniser, saved with a temperature and
+    """A briefly trained crf_ner recogniser, saved with a temperature and
     without store_entity_probs."""
-    nlp = make_nlp(target="ents")
+    nlp = make_nlp(factory="crf_ner")
     train(nlp, ner_examples(nlp), steps=12)
-    nlp.get_pipe("crf_tagger").temperature = TEMPERATURE
+    nlp.get_pipe("crf_ner").temperature = TEMPERATURE
     path = tmp_path_factory.mktemp("crf") / "model"
     nlp.to_disk(path)
     return path
@@ -97,16 +97,16 @@ def check_curve(result, examples):
     assert 0.0 <= result["entities"]["ece"] <= 1.0 and 0.0 <= result["entities"]["brier"] <= 1.0
 
 
-def test_crf_tagger_probabilities_are_its_posteriors(crf_model, dev, tmp_path):
+def test_crf_ner_probabilities_are_its_posteriors(crf_model, dev, tmp_path):
     plot = tmp_path / "pr.png"
     result = run_script(crf_model, dev, tmp_path / "crf.json", "--plot", str(plot))
-    assert KEYS <= set(result) and result["system"] == "crf_tagger" and result["component"] == "crf_tagger"
+    assert KEYS <= set(result) and result["system"] == "crf_ner" and result["component"] == "crf_ner"
     assert result["temperature"] == pytest.approx(TEMPERATURE)
     assert plot.stat().st_size > 0
     # the same pipeline with store_entity_probs on: span._.crf_prob directly
     nlp = spacy.load(crf_model)
-    nlp.get_pipe("crf_tagger").cfg["store_entity_probs"] = True  # the saved cfg wins over a config override
-    assert nlp.get_pipe("crf_tagger").temperature == pytest.approx(TEMPERATURE)
+    nlp.get_pipe("crf_ner").cfg["store_entity_probs"] = True  # the saved cfg wins over a config override
+    assert nlp.get_pipe("crf_ner").temperature == pytest.approx(TEMPERATURE)
     examples = predicted_examples(nlp, dev)
     spans = [[(e.start, e.end, e.label_, e._.crf_prob) for e in eg.predicted.ents] for eg in examples]
     probs = [p for doc in spans for *_, p in doc]
@@ -124,7 +124,7 @@ def test_crf_tagger_probabilities_are_its_posteriors(crf_model, dev, tmp_path):
     assert [[s[:3] for s in doc] for doc in read] == [[s[:3] for s in doc] for doc in spans]
     numpy.testing.assert_allclose([p for doc in read for *_, p in doc], probs, rtol=1e-5)
     # the run leaves the component's settings as they were
-    assert loaded.get_pipe("crf_tagger").cfg["store_entity_probs"] is False
+    assert loaded.get_pipe("crf_ner").cfg["store_entity_probs"] is False
     check_curve(result, examples)
 
 
@@ -160,8 +160,10 @@ def test_thresholds_are_those_given(crf_model, dev, tmp_path):
 
 
 def test_a_pipeline_without_entity_probabilities_is_refused():
-    with pytest.raises(ValueError, match=r"\[E302\]"):
+    with pytest.raises(ValueError, match=r"\[E302\].*crf_tagger"):
         script.entity_component(make_nlp(target="tag"))
+    with pytest.raises(ValueError, match=r"\[E302\].*crf_morphologizer"):
+        script.entity_component(make_nlp(factory="crf_morphologizer"), "crf_morphologizer")
     blank = spacy.blank("en")
     blank.add_pipe("tagger")
     with pytest.raises(ValueError, match=r"\[E301\]"):
@@ -174,12 +176,15 @@ def test_a_pipeline_without_entity_probabilities_is_refused():
     greedy.add_pipe("ner")
     with pytest.raises(ValueError, match=r"\[E303\]"):
         script.entity_component(greedy)
-    both = make_nlp(target="ents")
+    both = make_nlp(factory="crf_ner")
     both.add_pipe("beam_ner")
     with pytest.raises(ValueError, match=r"\[E301\].*--component"):
         script.entity_component(both)
     assert script.entity_component(both, "beam_ner") == ("beam_ner", "beam_ner")
-    assert script.entity_component(both, "crf_tagger") == ("crf_tagger", "crf_tagger")
+    assert script.entity_component(both, "crf_ner") == ("crf_ner", "crf_ner")
+    tagged = make_nlp(factory="crf_ner")
+    tagged.add_pipe("crf_tagger", config={"model": SMALL_MODEL})  # no entities: not a candidate
+    assert script.entity_component(tagged) == ("crf_ner", "crf_ner")
 
 
 def test_the_curve_counts_kept_entities_against_all_gold():
@@ -216,7 +221,7 @@ def test_pooled_pairs_are_the_sum_of_their_parts(crf_model, dev, tmp_path):
     a second temperature is listed per pair."""
     other = tmp_path / "other"
     nlp = spacy.load(crf_model)
-    nlp.get_pipe("crf_tagger").temperature = 0.8
+    nlp.get_pipe("crf_ner").temperature = 0.8
     nlp.to_disk(other)
     one = run_script(crf_model, dev, tmp_path / "one.json")
     two = run_script(other, dev, tmp_path / "two.json")
@@ -254,7 +259,7 @@ def test_reliability_pooled_draws_both_records(crf_model, dev, tmp_path, monkeyp
 
     other = tmp_path / "other"
     nlp = spacy.load(crf_model)
-    nlp.get_pipe("crf_tagger").temperature = 1.0
+    nlp.get_pipe("crf_ner").temperature = 1.0
     nlp.to_disk(other)
     before = run_script(other, dev, tmp_path / "before.json", "--and", str(other), str(dev))
     after = run_script(crf_model, dev, tmp_path / "after.json", "--and", str(other), str(dev))

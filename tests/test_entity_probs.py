@@ -1,9 +1,10 @@
-"""Entity probabilities of crf_tagger (target "ents"): each written entity's
-exact posterior in span._.crf_prob, candidate spans in a scored SpanGroup, and
-a precision threshold for doc.ents, all from the decoding model pass."""
+"""Entity probabilities of crf_ner: each written entity's exact posterior in
+span._.crf_prob, candidate spans in a scored SpanGroup, and a precision
+threshold for doc.ents, all from the decoding model pass."""
 import numpy
 import pytest
 import spacy
+from thinc.api import ConfigValidationError
 
 from spacy_crf.targets import span_patterns
 
@@ -16,15 +17,15 @@ TEXTS = [text for text, _ in NER_DATA] + ["Anna likes Berlin and New York", "", 
 @pytest.fixture(scope="module")
 def trained():
     """A briefly trained recogniser: confident about some spans, not all."""
-    nlp = make_nlp(target="ents", store_entity_probs=True, candidates_key="candidates", candidates_threshold=0.05)
+    nlp = make_nlp(factory="crf_ner", store_entity_probs=True, candidates_key="candidates", candidates_threshold=0.05)
     train(nlp, ner_examples(nlp), steps=12)
     return nlp
 
 
 def reference_probs(nlp, doc, spans):
     """The spans' posteriors straight from the model's CRFBatch."""
-    tagger = nlp.get_pipe("crf_tagger")
-    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    tagger = nlp.get_pipe("crf_ner")
+    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
     asked = [[(start, end, types.index(label)) for start, end, label in spans]]
     return tagger.model.predict([doc]).span_probabilities(patterns, asked)[0].given
 
@@ -39,7 +40,7 @@ def test_every_entity_gets_its_exact_posterior(trained):
 
 
 def test_single_token_entity_probability_is_its_marginal(trained):
-    tagger = trained.get_pipe("crf_tagger")
+    tagger = trained.get_pipe("crf_ner")
     doc = trained("I like Berlin")
     (berlin,) = [ent for ent in doc.ents if ent.text == "Berlin"]
     marginals = tagger.marginals([trained.make_doc("I like Berlin")])[0]
@@ -59,19 +60,19 @@ def test_candidates_are_scored_spans_above_the_threshold(trained):
             numpy.testing.assert_allclose(scores, expected, rtol=1e-5)
 
 
-def test_ents_threshold_keeps_only_likely_entities(trained, tmp_path):
+def test_threshold_keeps_only_likely_entities(trained, tmp_path):
     text = "Anna likes Berlin and New York"
     probs = sorted(ent._.crf_prob for ent in trained(text).ents)
     assert len(probs) >= 2 and probs[0] < probs[-1]
     least = (probs[0] + probs[-1]) / 2
-    tagger = trained.get_pipe("crf_tagger")
-    tagger.cfg["ents_threshold"] = least
+    tagger = trained.get_pipe("crf_ner")
+    tagger.cfg["threshold"] = least
     try:
         kept = trained(text).ents
         assert kept and all(ent._.crf_prob >= least for ent in kept)
         assert len(kept) == sum(p >= least for p in probs)
     finally:
-        tagger.cfg["ents_threshold"] = 0.0
+        tagger.cfg["threshold"] = 0.0
 
 
 def test_roundtrip_and_pipe_equal_call(trained, tmp_path):
@@ -91,7 +92,7 @@ def test_roundtrip_and_pipe_equal_call(trained, tmp_path):
 
 
 def test_long_docs_window_by_window(trained):
-    tagger = trained.get_pipe("crf_tagger")
+    tagger = trained.get_pipe("crf_ner")
     text = " ".join(TEXTS[:3])
     whole = trained(text)
     tagger.cfg["window"] = 7
@@ -105,22 +106,27 @@ def test_long_docs_window_by_window(trained):
     assert len(whole.ents) > 0
 
 
-def test_settings_need_target_ents_and_probabilities():
-    with pytest.raises(ValueError, match=r"\[E020\]"):
+def test_settings_are_crf_ners_and_probabilities():
+    """crf_tagger still takes 0.x's entity settings, and refuses them for its
+    own targets (E020); crf_morphologizer has none; crf_ner's threshold is a
+    probability (E021)."""
+    with pytest.raises(ValueError, match=r"\[E020\].*crf_ner"):
         make_nlp(target="tag", store_entity_probs=True)
-    with pytest.raises(ValueError, match=r"\[E021\]"):
-        make_nlp(target="ents", ents_threshold=1.5)
+    with pytest.raises(ValueError, match=r"\[E021\].*threshold=1.5"):
+        make_nlp(factory="crf_ner", threshold=1.5)
+    with pytest.raises(ConfigValidationError, match="store_entity_probs"):  # not a setting of the others
+        make_nlp(factory="crf_morphologizer", store_entity_probs=True)
 
 
 def test_dropped_entities_get_the_confidence_of_outside(trained):
-    tagger = trained.get_pipe("crf_tagger")
+    tagger = trained.get_pipe("crf_ner")
     text = "Anna likes Berlin and New York"
     probs = sorted(ent._.crf_prob for ent in trained(text).ents)
-    tagger.cfg.update(ents_threshold=(probs[0] + probs[-1]) / 2, store_confidence=True)
+    tagger.cfg.update(threshold=(probs[0] + probs[-1]) / 2, store_confidence=True)
     try:
         doc = trained(text)
     finally:
-        tagger.cfg.update(ents_threshold=0.0, store_confidence=False)
+        tagger.cfg.update(threshold=0.0, store_confidence=False)
     marginals = tagger.marginals([trained.make_doc(text)])[0]
     outside = tagger.labels.index("O")
     for token in doc:
@@ -130,14 +136,14 @@ def test_dropped_entities_get_the_confidence_of_outside(trained):
 
 def test_candidates_threshold_must_be_positive():
     with pytest.raises(ValueError, match=r"\[E021\]"):
-        make_nlp(target="ents", candidates_key="c", candidates_threshold=0.0)
+        make_nlp(factory="crf_ner", candidates_key="c", candidates_threshold=0.0)
 
 
 def test_settings_given_at_load_time_are_used(trained, tmp_path):
     """spacy.load(path, config=...) overrides of the run settings take effect
     (the saved cfg does not silently win over them); what the component
     learned (labels, temperature) still comes from the saved pipeline."""
-    tagger = trained.get_pipe("crf_tagger")
+    tagger = trained.get_pipe("crf_ner")
     tagger.temperature = 1.5
     try:
         trained.to_disk(tmp_path)
@@ -145,15 +151,15 @@ def test_settings_given_at_load_time_are_used(trained, tmp_path):
         tagger.temperature = 1.0
     text = "Anna likes Berlin and New York"
     plain_nlp = spacy.load(tmp_path)
-    plain = plain_nlp.get_pipe("crf_tagger")
+    plain = plain_nlp.get_pipe("crf_ner")
     assert plain.cfg["store_entity_probs"] is True and plain.cfg["candidates_key"] == "candidates"
-    assert plain.cfg["ents_threshold"] == 0.0 and plain.temperature == 1.5
+    assert plain.cfg["threshold"] == 0.0 and plain.temperature == 1.5
     probs = sorted(ent._.crf_prob for ent in plain_nlp(text).ents)
     assert len(probs) >= 2 and probs[0] < probs[-1]
     least = (probs[0] + probs[-1]) / 2
-    overrides = {"store_entity_probs": False, "candidates_key": None, "ents_threshold": least, "window": 64}
-    loaded = spacy.load(tmp_path, config={"components": {"crf_tagger": overrides}})
-    proc = loaded.get_pipe("crf_tagger")
+    overrides = {"store_entity_probs": False, "candidates_key": None, "threshold": least, "window": 64}
+    loaded = spacy.load(tmp_path, config={"components": {"crf_ner": overrides}})
+    proc = loaded.get_pipe("crf_ner")
     for key, value in overrides.items():
         assert proc.cfg[key] == value, key
     assert proc.labels == tagger.labels and proc.temperature == 1.5

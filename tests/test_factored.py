@@ -5,7 +5,8 @@ forward-backward, Viterbi and n-best, with lengths 0 and 1 and padding."""
 import pytest
 import torch
 
-from spacy_crf.nn import crf, dispatch, factored, spans
+from spacy_crf.nn import crf, factored, spans
+from spacy_crf.nn.kernels import dispatch
 from spacy_crf.nn.crf import CRFScores, allowed_from_tags
 
 from .helpers import all_paths, brute_log_z, brute_score

@@ -1,4 +1,4 @@
-"""crf_tagger with spacy_crf.BiLSTMCRF.v2 transitions = "factored": the
+"""crf_morphologizer with spacy_crf.BiLSTMCRF.v2 transitions = "factored": the
 overfitting-IO test, weights-equal round trips, the same decoding as the
 dense reference code on the model's own scores, and the coded errors."""
 import pytest
@@ -6,7 +6,8 @@ import torch
 from thinc.api import fix_random_seed
 
 from spacy_crf.ml import torch_network
-from spacy_crf.nn import crf, dispatch, factored
+from spacy_crf.nn import crf, factored
+from spacy_crf.nn.kernels import dispatch
 
 from .helpers import SMALL_MODEL, TRAIN_DATA, make_examples, make_nlp, train
 from .test_morph import TEST_TEXTS, assert_pos_morph_overfits_and_round_trips, morph_examples
@@ -17,7 +18,7 @@ FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transiti
 @pytest.fixture(scope="module")
 def trained():
     fix_random_seed(0)
-    nlp = make_nlp(model=FACTORED, target="pos+morph")
+    nlp = make_nlp(model=FACTORED, factory="crf_morphologizer")
     losses = train(nlp, morph_examples(nlp), steps=100)
     return nlp, losses
 
@@ -29,7 +30,7 @@ def test_overfitting_IO(trained, tmp_path):
 
 def test_factors_are_the_parameters_and_classes_are_the_upos(trained):
     nlp, _ = trained
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_morphologizer")
     network = torch_network(tagger.model)
     names = {name for name, _ in network.named_parameters()}
     assert {"class_transitions", "leave", "enter", "start", "end"} <= names
@@ -43,7 +44,7 @@ def test_factors_are_the_parameters_and_classes_are_the_upos(trained):
 
 def test_model_scores_decode_as_the_dense_reference(trained):
     nlp, _ = trained
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_morphologizer")
     docs = [nlp.make_doc(text) for text in TEST_TEXTS]
     scores = tagger.model.predict(docs).scores
     assert scores.classes is not None
@@ -68,11 +69,11 @@ def test_a_target_without_classes_is_refused():
 
 def test_unknown_transitions_are_refused():
     with pytest.raises(ValueError, match=r"\[E022\]"):
-        make_nlp(model={**FACTORED, "transitions": "low-rank"}, target="pos+morph")
+        make_nlp(model={**FACTORED, "transitions": "low-rank"}, factory="crf_morphologizer")
 
 
 def test_full_and_factored_files_do_not_mix(trained):
     nlp, _ = trained
-    full = make_nlp(model={**FACTORED, "transitions": "full"}, target="pos+morph")
+    full = make_nlp(model={**FACTORED, "transitions": "full"}, factory="crf_morphologizer")
     with pytest.raises(ValueError, match="transitions"):
         full.from_bytes(nlp.to_bytes())

@@ -30,8 +30,14 @@ def assert_close(cpu_marginals, gpu_marginals):
         assert numpy.allclose(cpu_probs, get_current_ops().to_numpy(gpu_probs), atol=5e-3)
 
 
+def component(nlp):
+    """The pipeline's one component: a crf_tagger or a crf_morphologizer."""
+    (name,) = nlp.pipe_names
+    return nlp.get_pipe(name)
+
+
 def annotations(nlp, docs):
-    if nlp.get_pipe("crf_tagger").cfg.get("target") == "pos+morph":
+    if "crf_morphologizer" in nlp.pipe_names:
         return [analyses(doc) for doc in docs]
     return [[t.tag_ for t in doc] for doc in docs]
 
@@ -46,11 +52,11 @@ def test_gpu_predictions_equal_the_cpu_path(setting):
         rebuild = lambda: make_nlp()  # noqa: E731
     else:
         model = COMPOSED if setting.startswith("composed") else FACTORED
-        nlp = make_nlp(model=model, target="pos+morph")
+        nlp = make_nlp(model=model, factory="crf_morphologizer", target="pos+morph")
         examples = morph_examples(nlp)
-        rebuild = lambda: make_nlp(model=model, target="pos+morph")  # noqa: E731
+        rebuild = lambda: make_nlp(model=model, factory="crf_morphologizer", target="pos+morph")  # noqa: E731
     train(nlp, examples, steps=40)
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = component(nlp)
     docs = [nlp.make_doc(text) for text in TEXTS]
     cpu_batch = tagger.model.predict(docs)
     assert isinstance(cpu_batch.raw, PackedScores)
@@ -61,7 +67,7 @@ def test_gpu_predictions_equal_the_cpu_path(setting):
     data = nlp.to_bytes()
 
     gpu_nlp = on_gpu(data, rebuild)
-    gpu_tagger = gpu_nlp.get_pipe("crf_tagger")
+    gpu_tagger = component(gpu_nlp)
     gpu_docs = [gpu_nlp.make_doc(text) for text in TEXTS]
     gpu_batch = gpu_tagger.model.predict(gpu_docs)
     assert isinstance(gpu_batch.raw, CRFScores) and gpu_batch.raw.emissions.is_cuda

@@ -1,5 +1,9 @@
 """Pipelines saved by spacy-crf 0.1.0 and 0.3.0 load and predict exactly as they did.
 
+Since 1.0, crf_tagger's 0.x targets "ents" and "pos+morph" build a
+CRFEntityRecognizer and a CRFMorphologizer (warning W003): the same labels,
+scores and files.
+
 tests/data/legacy-0.1.0/ was written by tests/data/make_legacy.py at the
 0.1.0 commit: two small trained pipelines (target "tag" with a known-word
 list, chunk_size 6 and window 10; target "ents" with BILUO constraints) and
@@ -24,6 +28,7 @@ import pytest
 import spacy
 import torch
 
+from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
 from spacy_crf.ml import torch_network
 
 from .data.make_legacy import annotations, examples
@@ -38,7 +43,7 @@ NBEST_ABS = 1e-5
 GRADS = {"rtol": 1e-5, "atol": 1e-6}
 # The 0.3.0 files do not give the same bits: this code runs the embedding's
 # Maxouts on numpy's BLAS (spacy_crf.ml.host_blas), the CPU BiLSTM over
-# length buckets with oneDNN (spacy_crf.nn.bucketed_lstm) and the character
+# length buckets with oneDNN (spacy_crf.nn.kernels.bucketed_lstm) and the character
 # CNN with Numba, each equal to 0.3.0's up to float32 rounding, and divides
 # each token's marginals by their sum. Measured against the saved values: ids,
 # annotations and n-best paths identical; probabilities within PROBS (max
@@ -53,12 +58,24 @@ LOSS_030_REL = 1e-5
 GRADS_030 = {"rtol": 1e-5, "atol": 1e-5}
 
 
+# the class each 0.x target of crf_tagger builds since 1.0
+CLASSES = {"tag": CRFTagger, "tag+pos": CRFTagger, "pos+morph": CRFMorphologizer, "ents": CRFEntityRecognizer}
+
+
+def load_legacy(path, target):
+    """spacy.load of a 0.x pipeline; the moved targets warn W003."""
+    if CLASSES[target] is CRFTagger:
+        return spacy.load(path)
+    with pytest.warns(UserWarning, match="W003"):
+        return spacy.load(path)
+
+
 @pytest.fixture(params=["tag", "ents"])
 def legacy(request):
     path = DATA / request.param
     expected = json.loads((path / "expected.json").read_text())
     arrays = dict(numpy.load(path / "expected.npz"))
-    return request.param, spacy.load(path / "pipeline"), expected, arrays
+    return request.param, load_legacy(path / "pipeline", request.param), expected, arrays
 
 
 def test_legacy_pipeline_predicts_as_saved(legacy):
@@ -121,9 +138,9 @@ def assert_gradients_as_saved(tagger, arrays, tolerance=GRADS, skip=()):
 
 
 def test_legacy_pipeline_round_trips_in_the_new_format(legacy, tmp_path):
-    _, nlp, expected, arrays = legacy
+    target, nlp, expected, arrays = legacy
     nlp.to_disk(tmp_path / "again")
-    again = spacy.load(tmp_path / "again")
+    again = load_legacy(tmp_path / "again", target)
     docs = [again.make_doc(t) for t in expected["texts"]]
     for i, ids in enumerate(again.get_pipe("crf_tagger").predict(docs).ids):
         assert numpy.array_equal(ids, arrays[f"ids.{i}"])
@@ -143,7 +160,7 @@ def legacy_030(request):
     path = DATA_030 / request.param
     expected = json.loads((path / "expected.json").read_text())
     arrays = dict(numpy.load(path / "expected.npz"))
-    return request.param, spacy.load(path / "pipeline"), expected, arrays
+    return request.param, load_legacy(path / "pipeline", request.param), expected, arrays
 
 
 def test_legacy_030_fixtures_are_from_the_release():
@@ -180,6 +197,7 @@ def assert_annotations_equal(got, saved):
 def test_legacy_030_pipeline_predicts_as_saved(legacy_030):
     target, nlp, expected, arrays = legacy_030
     tagger = nlp.get_pipe("crf_tagger")
+    assert type(tagger) is CLASSES[target]
     assert list(tagger.labels) == expected["labels"]
     assert tagger.temperature == expected["temperature"]
     texts = expected["texts"]
@@ -224,7 +242,7 @@ def test_legacy_030_pipeline_predicts_as_saved(legacy_030):
     for batch_size, batch_words in ((256, None), (1, 0)):
         component_cfg = {"crf_tagger": {"batch_words": batch_words}}
         annotated = [
-            annotations(doc, tagger.cfg["candidates_key"])
+            annotations(doc, tagger.cfg.get("candidates_key"))
             for doc in nlp.pipe(texts, batch_size=batch_size, component_cfg=component_cfg)
         ]
         assert_annotations_equal(annotated, expected["annotated"])
@@ -253,9 +271,9 @@ def test_legacy_030_pipeline_loss_and_gradients(legacy_030):
 
 
 def test_legacy_030_pipeline_round_trips_in_the_new_format(legacy_030, tmp_path):
-    _, nlp, expected, arrays = legacy_030
+    target, nlp, expected, arrays = legacy_030
     nlp.to_disk(tmp_path / "again")
-    again = spacy.load(tmp_path / "again")
+    again = load_legacy(tmp_path / "again", target)
     tagger = again.get_pipe("crf_tagger")
     assert tagger.temperature == expected["temperature"]
     docs = [again.make_doc(t) for t in expected["texts"]]
@@ -263,5 +281,28 @@ def test_legacy_030_pipeline_round_trips_in_the_new_format(legacy_030, tmp_path)
         assert numpy.array_equal(ids, arrays[f"ids.{i}"])
     for i, probs in enumerate(tagger.marginals(docs)):
         numpy.testing.assert_allclose(probs, arrays[f"marginals.{i}"], **PROBS)
-    annotated = [annotations(doc, tagger.cfg["candidates_key"]) for doc in again.pipe(expected["texts"])]
+    annotated = [annotations(doc, tagger.cfg.get("candidates_key")) for doc in again.pipe(expected["texts"])]
     assert_annotations_equal(annotated, expected["annotated"])
+
+
+def test_a_030_config_of_each_target_still_trains(legacy_030, tmp_path):
+    """The 0.3.0 configs (crf_tagger with any target, its 0.x settings and
+    architectures) still initialize and learn, and save and load."""
+    target, nlp, expected, arrays = legacy_030
+    config = spacy.util.load_config(DATA_030 / target / "pipeline" / "config.cfg")
+    if CLASSES[target] is CRFTagger:
+        fresh = spacy.util.load_model_from_config(config, auto_fill=True)
+    else:
+        with pytest.warns(UserWarning, match="W003"):
+            fresh = spacy.util.load_model_from_config(config, auto_fill=True)
+    train = examples(fresh, target, "0.3.0")
+    optimizer = fresh.initialize(lambda: train)
+    first = fresh.update(train, sgd=optimizer)["crf_tagger"]
+    for _ in range(5):
+        last = fresh.update(train, sgd=optimizer)["crf_tagger"]
+    assert last < first
+    fresh.to_disk(tmp_path / "trained")
+    again = load_legacy(tmp_path / "trained", target)
+    docs = [again.make_doc(t) for t in expected["texts"]]
+    for got, want in zip(again.get_pipe("crf_tagger").predict(docs).ids, fresh.get_pipe("crf_tagger").predict(docs).ids):
+        assert numpy.array_equal(got, want)

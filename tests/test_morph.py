@@ -1,5 +1,5 @@
-"""target = "morph" and "pos+morph": crf_tagger as spaCy's morphologizer,
-writing token.morph (and token.pos_) from labels in its format."""
+"""crf_morphologizer, targets "morph" and "pos+morph": spaCy's morphologizer
+with a CRF, writing token.morph (and token.pos_) from labels in its format."""
 import numpy
 import pytest
 import spacy
@@ -8,8 +8,9 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 
 from spacy_crf.ml import crf_batch_loss
-from spacy_crf.scorers import crf_tagger_score
-from spacy_crf.targets import TARGETS, gold_ids, morph_bundle
+from spacy_crf.scorers import morph_scores, morphologizer_score
+from spacy_crf.targets import MORPH_TARGETS, gold_ids
+from spacy_crf.targets.morph import morph_bundle
 
 from .helpers import (
     CONFIGS,
@@ -57,17 +58,17 @@ def assert_pos_morph_overfits_and_round_trips(nlp, losses, model, tmp_path):
     MORPH_SENTENCES with `model`: it learnt them, and reloads (from disk, and
     into a new pipeline of the same model from bytes) with equal weights and
     the same analyses."""
-    assert losses["crf_tagger"] < 2.5
+    assert losses["crf_morphologizer"] < 2.5
     for words, pos, morphs in MORPH_SENTENCES:
         assert analyses(nlp(" ".join(words))) == list(zip(pos, morphs))
     expected = [analyses(doc) for doc in map(nlp, TEST_TEXTS)]
     nlp.to_disk(tmp_path)
     nlp2 = spacy.load(tmp_path)
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
+    assert_same_weights(nlp.get_pipe("crf_morphologizer"), nlp2.get_pipe("crf_morphologizer"))
     assert [analyses(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
-    nlp3 = make_nlp(model=model, target="pos+morph")
+    nlp3 = make_nlp(factory="crf_morphologizer", model=model, target="pos+morph")
     nlp3.from_bytes(nlp.to_bytes())
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
+    assert_same_weights(nlp.get_pipe("crf_morphologizer"), nlp3.get_pipe("crf_morphologizer"))
     assert [analyses(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
     scores = nlp.evaluate(morph_examples(nlp))
     assert scores["pos_acc"] == 1.0 and scores["morph_acc"] == 1.0
@@ -80,7 +81,7 @@ def trained():
     for target in ("morph", "pos+morph"):
         # module-scoped fixtures run before the autouse `seeded` one: seed here
         fix_random_seed(0)
-        nlp = make_nlp(target=target)
+        nlp = make_nlp(factory="crf_morphologizer", target=target)
         pipelines[target] = (nlp, train(nlp, morph_examples(nlp), steps=100))
     return pipelines
 
@@ -88,7 +89,7 @@ def trained():
 @pytest.mark.parametrize("target", ["morph", "pos+morph"])
 def test_overfitting_IO(trained, target, tmp_path):
     nlp, losses = trained[target]
-    assert losses["crf_tagger"] < 2.5  # summed over 13 tokens; ~28 at the start
+    assert losses["crf_morphologizer"] < 2.5  # summed over 13 tokens; ~28 at the start
     for words, pos, morphs in MORPH_SENTENCES:
         doc = nlp(" ".join(words))
         expected_pos = pos if target == "pos+morph" else [""] * len(words)
@@ -98,13 +99,13 @@ def test_overfitting_IO(trained, target, tmp_path):
 
     nlp.to_disk(tmp_path)
     nlp2 = spacy.load(tmp_path)
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp2.get_pipe("crf_tagger"))
-    assert nlp2.get_pipe("crf_tagger").labels == nlp.get_pipe("crf_tagger").labels
+    assert_same_weights(nlp.get_pipe("crf_morphologizer"), nlp2.get_pipe("crf_morphologizer"))
+    assert nlp2.get_pipe("crf_morphologizer").labels == nlp.get_pipe("crf_morphologizer").labels
     assert [analyses(doc) for doc in map(nlp2, TEST_TEXTS)] == expected
 
-    nlp3 = make_nlp(target=target)
+    nlp3 = make_nlp(factory="crf_morphologizer", target=target)
     nlp3.from_bytes(nlp.to_bytes())
-    assert_same_weights(nlp.get_pipe("crf_tagger"), nlp3.get_pipe("crf_tagger"))
+    assert_same_weights(nlp.get_pipe("crf_morphologizer"), nlp3.get_pipe("crf_morphologizer"))
     assert [analyses(doc) for doc in map(nlp3, TEST_TEXTS)] == expected
 
     for batch_size in (1, 2, 64):
@@ -118,7 +119,7 @@ def test_overfitting_IO(trained, target, tmp_path):
 
 @pytest.mark.parametrize("target", ["morph", "pos+morph"])
 def test_labels_sorted_from_the_data_in_morphologizer_format(trained, target):
-    tagger = trained[target][0].get_pipe("crf_tagger")
+    tagger = trained[target][0].get_pipe("crf_morphologizer")
     assert tagger.labels == tuple(sorted(tagger.labels))
     assert tagger.label_data == tagger.labels
     assert set(FIRST_LABELS[target]) <= set(tagger.labels)
@@ -132,7 +133,7 @@ def test_labels_sorted_from_the_data_in_morphologizer_format(trained, target):
 
 
 def test_add_label_normalizes_and_checks_the_label():
-    tagger = make_nlp(target="morph").get_pipe("crf_tagger")
+    tagger = make_nlp(factory="crf_morphologizer", target="morph").get_pipe("crf_morphologizer")
     assert tagger.add_label("Number=Plur|Case=Nom") == 1
     assert tagger.add_label("Case=Nom|Number=Plur") == 0
     assert tagger.add_label("") == 1
@@ -140,7 +141,7 @@ def test_add_label_normalizes_and_checks_the_label():
     with pytest.raises(ValueError, match=r"\[E019\].*'NOUN'.*\"morph\""):
         tagger.add_label("NOUN")
 
-    tagger = make_nlp(target="pos+morph").get_pipe("crf_tagger")
+    tagger = make_nlp(factory="crf_morphologizer", target="pos+morph").get_pipe("crf_morphologizer")
     assert tagger.add_label("POS=NOUN|Number=Plur") == 1
     assert tagger.add_label("POS=PUNCT") == 1
     assert tagger.labels == ("Number=Plur|POS=NOUN", "POS=PUNCT")
@@ -153,8 +154,8 @@ def test_add_label_normalizes_and_checks_the_label():
 
 
 def test_initialize_with_labels_argument_normalizes():
-    nlp = make_nlp(target="pos+morph")
-    tagger = nlp.get_pipe("crf_tagger")
+    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
+    tagger = nlp.get_pipe("crf_morphologizer")
     tagger.initialize(lambda: morph_examples(nlp), nlp=nlp, labels=["POS=PUNCT", "POS=NOUN|Number=Plur"])
     assert tagger.labels == ("POS=PUNCT", "Number=Plur|POS=NOUN")  # in this order
 
@@ -163,16 +164,16 @@ def test_initialize_with_labels_argument_normalizes():
 def test_unset_morph_is_summed_over(target):
     """A token whose morph was never annotated is unknown: its loss is the
     log of the summed probability of every label there, never "no features"."""
-    nlp = make_nlp(target=target)
+    nlp = make_nlp(factory="crf_morphologizer", target=target)
     nlp.initialize(lambda: morph_examples(nlp))
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_morphologizer")
     labels = tagger.labels
     full = reference(nlp)
     unset = reference(nlp)
     unset[3].set_morph(None)  # "eggs": POS NOUN, morph unset
     assert not unset[3].has_morph() and full[4].has_morph() and str(full[4].morph) == ""
     predicted = nlp.make_doc("I like green eggs .")
-    values = TARGETS[target].gold_values(Example(predicted, unset), "none")
+    values = MORPH_TARGETS[target].gold_values(Example(predicted, unset))
     assert values == FIRST_LABELS[target][:3] + [""] + FIRST_LABELS[target][4:]
 
     scores = tagger.model.predict([predicted])
@@ -196,45 +197,45 @@ def test_unset_morph_is_summed_over(target):
 
 
 def test_pos_morph_missing_half_or_misaligned_is_unknown():
-    nlp = make_nlp(target="pos+morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
     nlp.initialize(lambda: morph_examples(nlp))
-    labels = nlp.get_pipe("crf_tagger").labels
+    labels = nlp.get_pipe("crf_morphologizer").labels
     gold = reference(nlp)
     gold[0].pos = 0  # "I": morph without POS
     gold[1].set_morph(None)  # "like": POS without morph
-    values = TARGETS["pos+morph"].gold_values(Example(nlp.make_doc("I like green eggs ."), gold), "none")
+    values = MORPH_TARGETS["pos+morph"].gold_values(Example(nlp.make_doc("I like green eggs ."), gold))
     assert values == ["", ""] + FIRST_LABELS["pos+morph"][2:]
     tags, _, unknown = gold_ids(values, labels)
     assert tags.tolist()[:2] == [-1, -1] and unknown == []
     misaligned = Example(nlp.make_doc("I like greeneggs ."), reference(nlp))
-    assert TARGETS["pos+morph"].gold_values(misaligned, "none")[2] == ""
-    assert TARGETS["morph"].gold_values(misaligned, "none") == FIRST_LABELS["morph"][:2] + ["", "_"]
+    assert MORPH_TARGETS["pos+morph"].gold_values(misaligned)[2] == ""
+    assert MORPH_TARGETS["morph"].gold_values(misaligned) == FIRST_LABELS["morph"][:2] + ["", "_"]
 
 
 def test_pos_only_data_has_no_pos_morph_labels():
-    nlp = make_nlp(target="pos+morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
     examples = [Example.from_dict(nlp.make_doc("I like eggs"), {"pos": ["PRON", "VERB", "NOUN"]})]
     with pytest.raises(ValueError, match=r"\[E005\].*token.pos_ and token.morph"):
         nlp.initialize(lambda: examples)
 
 
 def test_negative_morph_labels():
-    nlp = make_nlp(target="morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="morph")
     nlp.initialize(lambda: morph_examples(nlp))
-    labels = nlp.get_pipe("crf_tagger").labels
+    labels = nlp.get_pipe("crf_morphologizer").labels
     gold = Doc(nlp.vocab, words=["eggs", "ham"], pos=["NOUN", "NOUN"], morphs=["!Number=Plur", "Number=Sing"])
     example = Example(nlp.make_doc("eggs ham"), gold)
-    tags, excluded, _ = gold_ids(TARGETS["morph"].gold_values(example, "none"), labels)
+    tags, excluded, _ = gold_ids(MORPH_TARGETS["morph"].gold_values(example), labels)
     assert tags.tolist() == [-1, labels.index("Number=Sing")]
     assert excluded.tolist() == [labels.index("Number=Plur"), -1]
     # "pos+morph": a negative half is unknown, as for "tag+pos"
-    assert TARGETS["pos+morph"].gold_values(example, "none") == ["", "Number=Sing|POS=NOUN"]
+    assert MORPH_TARGETS["pos+morph"].gold_values(example) == ["", "Number=Sing|POS=NOUN"]
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_overwrite(trained, overwrite):
     nlp, _ = trained["pos+morph"]
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_morphologizer")
     doc = Doc(nlp.vocab, words=["I", "like", "green", "eggs", "."])
     doc[0].pos_ = "NOUN"
     doc[0].set_morph("Foo=Bar")
@@ -267,10 +268,10 @@ def hand_made_examples(vocab):
 
 
 def test_scorer_on_a_hand_made_example():
-    nlp = make_nlp(target="pos+morph")
+    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
     examples = hand_made_examples(nlp.vocab)
-    scores = nlp.get_pipe("crf_tagger").score(examples)
-    assert scores == crf_tagger_score(examples, target="pos+morph")
+    scores = nlp.get_pipe("crf_morphologizer").score(examples)
+    assert scores == morphologizer_score(examples, target="pos+morph") == morph_scores(examples, target="pos+morph")
     assert set(scores) == {
         "pos_acc", "morph_acc", "morph_micro_p", "morph_micro_r", "morph_micro_f", "morph_per_feat", "pos_morph_acc",
     }
@@ -282,12 +283,13 @@ def test_scorer_on_a_hand_made_example():
     assert per_feat["Tense"]["f"] == 0.0 and per_feat["Degree"]["f"] == 1.0
     assert scores["morph_micro_f"] == pytest.approx(2 / 4)
 
-    morph_only = crf_tagger_score(examples, target="morph")
+    morph_only = morphologizer_score(examples, target="morph")
     assert set(morph_only) == {"morph_acc", "morph_micro_p", "morph_micro_r", "morph_micro_f", "morph_per_feat"}
     assert morph_only["morph_acc"] == scores["morph_acc"]
-    # the factory's weights name the scores (pos_morph_acc shown, not weighted)
-    weights = nlp.get_pipe_meta("crf_tagger").default_score_weights
-    assert weights["morph_acc"] == 0.5 and weights["pos_morph_acc"] == 0.0 and weights["morph_per_feat"] is None
+    # the factory's weights are spaCy's morphologizer's
+    weights = nlp.get_pipe_meta("crf_morphologizer").default_score_weights
+    assert weights == {"pos_acc": 0.5, "morph_acc": 0.5, "morph_per_feat": None}
+    assert weights == spacy.blank("en").get_factory_meta("morphologizer").default_score_weights
 
 
 def test_spacy_train_with_cpu_morph_config(tmp_path):
@@ -301,7 +303,7 @@ def test_spacy_train_with_cpu_morph_config(tmp_path):
         "--training.eval_frequency", "10",
     )
     nlp = spacy.load(tmp_path / "out" / "model-last")
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe("crf_morphologizer")
     assert tagger.cfg["target"] == "pos+morph"
     expected = {morph_bundle(p, m) for _, pos, morphs in MORPH_SENTENCES for p, m in zip(pos, morphs)}
     assert set(tagger.labels) == expected

@@ -1,4 +1,4 @@
-"""The Numba CPU Viterbi (spacy_crf.nn.numba_viterbi) against brute-force
+"""The Numba CPU Viterbi (spacy_crf.nn.kernels.numba_viterbi) against brute-force
 enumeration and against the torch code on the same scores: full and
 factored transitions, float32 and float64, lengths 0 and 1, padding,
 constraints, ties, and what dispatch picks."""
@@ -6,14 +6,15 @@ import numpy
 import pytest
 import torch
 
-from spacy_crf.nn import NEG_INF, crf, dispatch, factored
+from spacy_crf.nn import NEG_INF, crf, factored
+from spacy_crf.nn.kernels import dispatch
 from spacy_crf.nn.crf import CRFScores
 from spacy_crf.nn.packed import PackedScores, packing_rows
 
 from .helpers import all_paths, brute_score
 from .test_factored import CASES, factored_batch
 
-numba_viterbi = pytest.importorskip("spacy_crf.nn.numba_viterbi", exc_type=ImportError)
+numba_viterbi = pytest.importorskip("spacy_crf.nn.kernels.numba_viterbi", exc_type=ImportError)
 
 FULL_CASES = [
     # seed, lengths, K
@@ -300,7 +301,7 @@ def test_a_numba_that_cannot_set_up_warns_and_torch_decodes(monkeypatch):
     """E.g. no writable cache folder: W001, and torch's code decodes."""
     import builtins
 
-    from spacy_crf.nn import numba_viterbi as module
+    from spacy_crf.nn.kernels import numba_viterbi as module
 
     real_import = builtins.__import__
 

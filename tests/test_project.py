@@ -1,21 +1,22 @@
-"""The spaCy project end to end on a tiny treebank, and its packaged wheel in a
-fresh virtual environment."""
+"""The spaCy project template (project.yml) end to end on a tiny treebank and
+a tiny Universal NER corpus, its packaged wheels in a fresh virtual
+environment, the benchmark harness (benchmarks/project.yml) parsed, and the
+harness's scripts. The morphologizer workflow and the harness's `morph`
+workflow: tests/test_project_morph.py."""
+import importlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 import spacy
 from spacy.language import Language
-
-from scripts.decoding_ablation import restrict_to_dictionary
-from scripts.morph_table import write_tables as write_morph_tables
-from scripts.raw_text import tag_by_sentence
-from scripts.results_table import main as print_results_table
-from scripts.unseen_bundles import unseen_bundle_rate
 
 ROOT = Path(__file__).parent.parent
 PROJECT_FILES = ["project.yml", "configs", "scripts", "benchmarks"]
@@ -24,6 +25,21 @@ SENTENCES = [
     [("I", "PRON", "PRP"), ("like", "VERB", "VBP"), ("green", "ADJ", "JJ"), ("eggs", "NOUN", "NNS"), (".", "PUNCT", ".")],
     [("Eat", "VERB", "VB"), ("blue", "ADJ", "JJ"), ("ham", "NOUN", "NN"), ("!", "PUNCT", ".")],
     [("They", "PRON", "PRP"), ("do", "AUX", "VBP"), ("n't", "PART", "RB"), ("eat", "VERB", "VB"), ("ham", "NOUN", "NN")],
+]
+# the FEATS of each XPOS in SENTENCES, for crf_morphologizer
+FEATS = {"PRP": "PronType=Prs", "VBP": "Mood=Ind|Tense=Pres|VerbForm=Fin", "VB": "VerbForm=Inf",
+         "JJ": "Degree=Pos", "NNS": "Number=Plur", "NN": "Number=Sing"}
+# (text, entities) for the rejected-spans experiment
+NER_DATA = [
+    ("Anna lives in New York City", [(0, 4, "PER"), (14, 27, "LOC")]),
+    ("New York loves Anna Smith", [(0, 8, "LOC"), (15, 25, "PER")]),
+    ("I like Berlin", [(7, 13, "LOC")]),
+]
+# Universal NER rows: (token, IOB2 tag); OTH is dropped by the conversion
+ENTITY_SENTENCES = [
+    [("Anna", "B-PER"), ("lives", "O"), ("in", "O"), ("New", "B-LOC"), ("York", "I-LOC"), ("City", "I-LOC")],
+    [("New", "B-LOC"), ("York", "I-LOC"), ("loves", "O"), ("Anna", "B-PER"), ("Smith", "I-PER")],
+    [("I", "O"), ("like", "O"), ("Berlin", "B-LOC"), ("and", "O"), ("Google", "B-ORG"), ("Maps", "B-OTH")],
 ]
 
 
@@ -35,7 +51,18 @@ def conllu(sentences):
         for i, (word, upos, xpos) in enumerate(sentence, start=1):
             head = 0 if i == 1 else 1
             deprel = "root" if i == 1 else "dep"
-            lines.append(f"{i}\t{word}\t{word.lower()}\t{upos}\t{xpos}\t_\t{head}\t{deprel}\t_\t_")
+            feats = FEATS.get(xpos, "_")
+            lines.append(f"{i}\t{word}\t{word.lower()}\t{upos}\t{xpos}\t{feats}\t{head}\t{deprel}\t_\t_")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def iob2(sentences):
+    """Universal NER's columns: index, token, tag, and two more."""
+    lines = []
+    for n, sentence in enumerate(sentences):
+        lines.append(f"# sent_id = s{n}")
+        lines.extend(f"{i}\t{word}\t{tag}\t-\t-" for i, (word, tag) in enumerate(sentence, start=1))
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -49,32 +76,41 @@ def run(args, cwd, check=True, env=None):
 
 
 def copy_project(tmp_path_factory):
-    """A fresh copy of the project's files."""
+    """A fresh copy of the project's files (no lock file: every command runs)."""
     root = tmp_path_factory.mktemp("project")
     for name in PROJECT_FILES:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, root / name)
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("project.lock", "__pycache__"))
         else:
             shutil.copy(source, root / name)
     return root
 
 
+def project_run(root, workflow, *args, project_dir="."):
+    """`spacy project run`, by the venv's python without activating the venv:
+    every step must use that interpreter, not the first `python` on PATH."""
+    command = [sys.executable, "-m", "spacy", "project", "run", workflow, project_dir, *args]
+    return run(command, cwd=root, env=unactivated_env())
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    """A copy of the project that ran `all` on a tiny treebank."""
+    """A copy of the project that ran the README's offline quickstart (`all`,
+    the tagger, with --vars.treebank_dir) on a tiny treebank, the
+    `morphologizer` workflow on the same treebank, and the `ner` workflow
+    with --vars.uner_dir on a tiny Universal NER corpus."""
     root = copy_project(tmp_path_factory)
     treebank = tmp_path_factory.mktemp("treebank")
     (treebank / "en_ewt-ud-train.conllu").write_text(conllu(SENTENCES * 8))
     (treebank / "en_ewt-ud-dev.conllu").write_text(conllu(SENTENCES * 2))
-    # run by the venv's python without activating the venv: every step must
-    # use that interpreter, not the first `python` on PATH
-    run(
-        [sys.executable, "-m", "spacy", "project", "run", "all", ".",
-         "--vars.treebank_dir", str(treebank), "--vars.max_steps", "20", "--vars.n_sents", "2",
-         "--vars.benchmark_repeats", "1", "--vars.kernel_shapes", "8x12x5 2x30x3"],
-        cwd=root, env=unactivated_env(),
-    )
+    uner = tmp_path_factory.mktemp("uner")
+    (uner / "en_ewt-ud-train.iob2").write_text(iob2(ENTITY_SENTENCES * 8))
+    (uner / "en_ewt-ud-dev.iob2").write_text(iob2(ENTITY_SENTENCES * 2))
+    tiny = ["--vars.max_steps", "20", "--vars.n_sents", "2"]
+    project_run(root, "all", "--vars.treebank_dir", str(treebank), *tiny)
+    project_run(root, "morphologizer", "--vars.treebank_dir", str(treebank), *tiny)
+    project_run(root, "ner", "--vars.uner_dir", str(uner), *tiny)
     return root
 
 
@@ -100,29 +136,47 @@ def test_timed_script_runs_python_with_its_own_interpreter(tmp_path):
 
 
 @pytest.mark.slow
-def test_workflow_all_writes_metrics_speed_and_wheel(project):
+def test_workflow_all_trains_scores_and_packages_the_tagger(project):
     scores = json.loads((project / "metrics" / "cpu.json").read_text())
     assert 0.0 <= scores["tag_acc"] <= 1.0
-    speed = json.loads((project / "metrics" / "cpu-speed.json").read_text())
-    assert speed["words_per_second"] > 0 and speed["n_words"] == 28
-    kernels = json.loads((project / "metrics" / "speed" / "crf_kernels.json").read_text())
-    assert [row["shape"] for row in kernels["rows"]] == [[8, 12, 5], [2, 30, 3]]
-    assert all(row["same_paths"] and row["same_nll"] for row in kernels["rows"])
-    train_time = json.loads((project / "training" / "cpu" / "train_time.json").read_text())
-    assert train_time["train_seconds"] > 0
-    table = run([sys.executable, "-m", "scripts.results_table", "metrics"], cwd=project).stdout
-    assert "crf_tagger, CPU config" in table
+    config = spacy.util.load_config(project / "training" / "cpu" / "model-best" / "config.cfg")
+    assert config["nlp"]["pipeline"] == ["crf_tagger"] and config["training"]["max_steps"] == 20
     wheels = list((project / "packages").glob("*/dist/en_crf_tagger_ewt-0.1.0-py3-none-any.whl"))
     assert len(wheels) == 1
     assert len(list((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))) == 1
-    meta = json.loads(next((project / "packages").glob("*/meta.json")).read_text())
+    meta = json.loads((project / "packages" / "en_crf_tagger_ewt-0.1.0" / "meta.json").read_text())
     assert any(req.startswith("spacy-crf") for req in meta["requirements"])
+
+
+@pytest.mark.slow
+def test_workflow_morphologizer_trains_scores_and_packages_the_morphologizer(project):
+    """`morphologizer` after `all`, on the corpus `all` converted:
+    crf_morphologizer on UPOS and FEATS."""
+    scores = json.loads((project / "metrics" / "cpu_morph.json").read_text())
+    assert 0.0 <= scores["pos_acc"] <= 1.0 and 0.0 <= scores["morph_acc"] <= 1.0
+    nlp = spacy.load(project / "training" / "cpu_morph" / "model-best")
+    assert nlp.pipe_names == ["crf_morphologizer"]
+    assert any("Number=Plur" in label for label in nlp.get_pipe("crf_morphologizer").labels)
+    assert list((project / "packages").glob("*/dist/en_crf_morphologizer_ewt-0.1.0-py3-none-any.whl"))
+
+
+@pytest.mark.slow
+def test_workflow_ner_trains_scores_and_packages_the_entity_recognizer(project):
+    """UNER's OTH is dropped by the conversion; crf_ner learns PER, LOC, ORG."""
+    scores = json.loads((project / "metrics" / "ner_cpu.json").read_text())
+    assert 0.0 <= scores["ents_f"] <= 1.0
+    assert set(scores.get("ents_per_type") or {}) <= {"PER", "LOC", "ORG"}
+    nlp = spacy.load(project / "training" / "ner_cpu" / "model-best")
+    # its labels are the entities' BILUO tags
+    assert nlp.pipe_names == ["crf_ner"]
+    assert {tag.partition("-")[2] for tag in nlp.get_pipe("crf_ner").labels} - {""} == {"PER", "LOC", "ORG"}
+    assert list((project / "packages").glob("*/dist/en_crf_ner_ewt-0.1.0-py3-none-any.whl"))
 
 
 @pytest.mark.slow
 def test_missing_treebank_gives_a_clear_message(project, tmp_path):
     result = run(
-        [sys.executable, "-m", "spacy", "project", "run", "preprocess", ".",
+        [sys.executable, "-m", "spacy", "project", "run", "convert", ".",
          "--vars.treebank_dir", str(tmp_path / "nowhere"), "--force"],
         cwd=project, check=False,
     )
@@ -132,47 +186,167 @@ def test_missing_treebank_gives_a_clear_message(project, tmp_path):
     assert "Traceback" not in output
 
 
+def link_torch(venv):
+    """This venv's torch, linked into the new venv's site-packages (with its
+    dist-info, so that pip counts it installed): the CPU build, not a
+    multi-GB CUDA download, and not a GiB copied on every run. pip installs
+    everything else the wheels require."""
+    import torch
+
+    site = Path(torch.__file__).parent.parent
+    target = next((venv / "lib").glob("python*/site-packages"))
+    dist = next(site.glob("torch-*.dist-info"))
+    for name in [*(dist / "top_level.txt").read_text().split(), dist.name]:
+        (target / name).symlink_to(site / name)
+
+
 @pytest.mark.slow
-def test_packaged_model_loads_in_a_fresh_venv(project, tmp_path):
-    """pip install both wheels into a new venv; spacy.load finds the model."""
-    crf_wheel = next((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))  # built by `package`
-    model_wheel = next((project / "packages").glob("*/dist/*.whl"))
+def test_packaged_models_load_in_a_fresh_venv(project, tmp_path):
+    """pip install the wheels into a new venv; spacy.load finds the models."""
+    crf_wheel = next((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))  # built by `package-*`
+    model_wheels = sorted((project / "packages").glob("*/dist/*.whl"))
+    assert len(model_wheels) == 3
     venv = tmp_path / "venv"
     # a venv without pip of its own: this pip installs into it (--python), and
     # leaves the bytecode to the first import (--no-compile)
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)
     python = str(venv / "bin" / "python")
+    link_torch(venv)
     pip = [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile"]
-    # torch first: the CPU build on local disk, not a multi-GB CUDA download
-    run([*pip, "torch==2.13.0"], cwd=tmp_path)
-    run([*pip, str(crf_wheel), str(model_wheel)], cwd=tmp_path)
+    run([*pip, str(crf_wheel), *map(str, model_wheels)], cwd=tmp_path)
     code = (
         "import spacy\n"
         "nlp = spacy.load('en_crf_tagger_ewt')\n"
         "doc = nlp('They like green eggs .')\n"
         "labels = set(nlp.get_pipe('crf_tagger').labels)\n"
         "assert len(doc) == 5 and all(t.tag_ in labels for t in doc), [t.tag_ for t in doc]\n"
-        "print('TAGS', [t.tag_ for t in doc])\n"
+        "morph = spacy.load('en_crf_morphologizer_ewt')('They like green eggs .')\n"
+        "assert all(t.pos_ for t in morph), [t.pos_ for t in morph]\n"
+        "ner = spacy.load('en_crf_ner_ewt')\n"
+        "doc = ner('Anna lives in Berlin')\n"
+        "assert all(e.label_ in {'PER', 'LOC', 'ORG'} for e in doc.ents), doc.ents\n"
+        "print('TAGS', [t.tag_ for t in nlp('I like ham')], 'ENTS', [e.label_ for e in doc.ents])\n"
     )
     result = run([python, "-c", code], cwd=tmp_path)
     assert "TAGS" in result.stdout
 
 
+def python_modules(command):
+    """The modules a project command line runs: `python -m M` (the template),
+    `python root.py M` (the harness), and `-- python -m M` after scripts.timed."""
+    words = shlex.split(command)
+    modules = []
+    for i, word in enumerate(words[:-2]):
+        if word == "python" and words[i + 1] in ("-m", "root.py"):
+            modules.append(words[i + 2])
+    return modules
+
+
+def module_exists(module):
+    top, _, rest = module.partition(".")
+    if top in ("scripts", "benchmarks"):
+        return (ROOT / top / f"{rest.replace('.', '/')}.py").is_file()
+    return find_spec(module) is not None
+
+
+@pytest.mark.parametrize("project_dir", [".", "benchmarks"])
+def test_project_files_reference_existing_modules_configs_and_components(project_dir):
+    """Every command of the template and of the harness runs a module that
+    exists, names configs that exist, and overrides components those configs
+    have; every workflow step is a command; every source file a command
+    depends on exists (deps in corpus/, training/, metrics/ are outputs)."""
+    from weasel.util import load_project_config
+
+    folder = ROOT / project_dir
+    project = load_project_config(folder)
+    commands = {command["name"]: command for command in project["commands"]}
+    for name, steps in project["workflows"].items():
+        assert set(steps) <= set(commands), name
+    prefix = "" if project_dir == "." else "../"
+    for name, command in commands.items():
+        assert command["script"], name
+        for line in command["script"]:
+            modules = python_modules(line)
+            assert modules, line
+            if project_dir == "benchmarks":
+                assert line.startswith("python root.py "), line
+            for module in modules:
+                assert module_exists(module), (name, module)
+            configs = re.findall(r"\bconfigs/(\w+)\.cfg", line)
+            for config_name in configs:
+                assert (ROOT / "configs" / f"{config_name}.cfg").is_file(), (name, config_name)
+            for component in re.findall(r"--components\.(\w+)\.", line):
+                config = spacy.util.load_config(ROOT / "configs" / f"{configs[0]}.cfg")
+                assert component in config["nlp"]["pipeline"], (name, component, configs[0])
+        for dep in command.get("deps", []):
+            assert dep.startswith(prefix), (name, dep)
+            path = dep[len(prefix):]
+            if path.split("/")[0] in ("scripts", "configs", "benchmarks"):
+                assert (ROOT / path).exists(), (name, dep)
+            else:
+                assert path.split("/")[0] in ("corpus", "training", "metrics"), (name, dep)
+        for output in command.get("outputs", []) + command.get("outputs_no_cache", []):
+            assert output.startswith(prefix), (name, output)
+
+
+def test_template_has_a_workflow_per_component_and_the_quickstart():
+    """The README's quickstart (`project assets .`, `project run all .`, and
+    its offline --vars.treebank_dir and --vars.max_steps) and one workflow
+    per component, each convert -> train -> evaluate -> package."""
+    from weasel.util import load_project_config
+
+    project = load_project_config(ROOT)
+    assert {"treebank_dir", "max_steps", "lang", "treebank", "train_name", "dev_name"} <= set(project["vars"])
+    assert [asset["dest"] for asset in project["assets"]] == ["assets/UD_English-EWT", "assets/UNER_English-EWT"]
+    workflows = project["workflows"]
+    assert workflows["all"] == workflows["tagger"]
+    for component, convert in [("tagger", "convert"), ("morphologizer", "convert"), ("ner", "convert-ner")]:
+        assert workflows[component] == [convert, f"train-{component}", f"evaluate-{component}", f"package-{component}"]
+    factories = {"tagger": "crf_tagger", "morphologizer": "crf_morphologizer", "ner": "crf_ner"}
+    for component, factory in factories.items():
+        config_name = project["vars"][f"{component}_config"]
+        config = spacy.util.load_config(ROOT / "configs" / f"{config_name}.cfg")
+        assert [config["components"][name]["factory"] for name in config["nlp"]["pipeline"]] == [factory]
+
+
+def run_script(module, args, cwd, monkeypatch, capsys):
+    """`python -m module args` in this process (no start-up): the JSON it prints."""
+    main = importlib.import_module(module).main
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", [module, *args])
+    capsys.readouterr()
+    main()
+    return json.loads(capsys.readouterr().out)
+
+
 @pytest.mark.slow
-def test_tag_ray_tags_the_dev_corpus(project):
-    """`tag-ray`: the trained model on a local Ray cluster, every dev doc once."""
-    pytest.importorskip("ray")
-    run([sys.executable, "-m", "spacy", "project", "run", "tag-ray", "."], cwd=project)
-    out = project / "tagged" / "en_ewt-ud-dev"
-    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
-    assert sum(entry["docs"] for entry in manifest) == 3  # 6 sentences, 2 a doc
-    rows = [json.loads(line) for path in out.glob("en_ewt-ud-dev.spacy.*.jsonl") for line in path.read_text().splitlines()]
-    assert sorted(row["id"] for row in rows) == [f"en_ewt-ud-dev.spacy:{i}" for i in (1, 2, 3)]
-    assert all(len(row["tags"]) == len(row["tokens"]) > 0 for row in rows)
+def test_accuracy_scripts_on_the_trained_model(project, monkeypatch, capsys):
+    """scripts.paired_test, scripts.accuracy_by_frequency and
+    scripts.decoding_ablation read the same model and data."""
+    model, train, dev = "training/cpu/model-best", "corpus/en_ewt-ud-train.spacy", "corpus/en_ewt-ud-dev.spacy"
+    scores = json.loads((project / "metrics" / "cpu.json").read_text())
+    paired = run_script("scripts.paired_test", [model, model, dev], project, monkeypatch, capsys)
+    assert paired["tokens"] == 28 and paired["only_a_right"] == paired["only_b_right"] == 0
+    assert paired["acc_a"] == pytest.approx(100 * scores["tag_acc"], abs=0.01)
+    by_count = run_script("scripts.accuracy_by_frequency", [model, train, dev, "--top", "100"], project, monkeypatch, capsys)
+    buckets = by_count["by_training_count"]
+    # the dev sentences are training sentences: each word was seen 8 or 16 times
+    assert buckets["unseen"]["share"] == buckets["once"]["share"] == 0
+    assert buckets["2-9"]["share"] + buckets["10+"]["share"] == 100 and by_count["tokens"] == 28
+    assert by_count["accuracy"] == pytest.approx(paired["acc_a"], abs=0.01)
+    assert sum(by_count["confusions"].values()) == buckets["2-9"]["errors"] + buckets["10+"]["errors"]
+    args = [model, train, dev, "--min-counts", "1", "100"]
+    decoding = run_script("scripts.decoding_ablation", args, project, monkeypatch, capsys)
+    assert decoding["tokens"] == 28 and decoding["viterbi"] == paired["acc_a"]
+    # no word was seen 100 times: that dictionary changes nothing
+    assert decoding["dictionary_100"] == decoding["viterbi"]
+    assert 0 <= decoding["marginal"] <= 100 and 0 <= decoding["dictionary_1"] <= 100
 
 
 def results_table(root, capsys):
     """The lines scripts.results_table prints for root/metrics."""
+    from scripts.results_table import main as print_results_table
+
     print_results_table(str(root / "metrics"))
     return capsys.readouterr().out.splitlines()
 
@@ -216,36 +390,14 @@ def test_results_table_gives_the_settings_a_run_used(tmp_path, capsys):
     assert table[3] == "| cpu_deep | `configs/cpu.cfg` depth = 2 | 95.00 | - | - | - |"
 
 
-@pytest.mark.slow
-def test_accuracy_scripts_on_the_trained_model(project):
-    """scripts.paired_test and scripts.accuracy_by_frequency read the same model and data."""
-    model, train, dev = "training/cpu/model-best", "corpus/en_ewt-ud-train.spacy", "corpus/en_ewt-ud-dev.spacy"
-    scores = json.loads((project / "metrics" / "cpu.json").read_text())
-    paired = json.loads(run([sys.executable, "-m", "scripts.paired_test", model, model, dev], cwd=project).stdout)
-    assert paired["tokens"] == 28 and paired["only_a_right"] == paired["only_b_right"] == 0
-    assert paired["acc_a"] == pytest.approx(100 * scores["tag_acc"], abs=0.01)
-    command = [sys.executable, "-m", "scripts.accuracy_by_frequency", model, train, dev, "--top", "100"]
-    by_count = json.loads(run(command, cwd=project).stdout)
-    buckets = by_count["by_training_count"]
-    # the dev sentences are training sentences: each word was seen 8 or 16 times
-    assert buckets["unseen"]["share"] == buckets["once"]["share"] == 0
-    assert buckets["2-9"]["share"] + buckets["10+"]["share"] == 100 and by_count["tokens"] == 28
-    assert by_count["accuracy"] == pytest.approx(paired["acc_a"], abs=0.01)
-    assert sum(by_count["confusions"].values()) == buckets["2-9"]["errors"] + buckets["10+"]["errors"]
-    command = [sys.executable, "-m", "scripts.decoding_ablation", model, train, dev, "--min-counts", "1", "100"]
-    decoding = json.loads(run(command, cwd=project).stdout)
-    assert decoding["tokens"] == 28 and decoding["viterbi"] == paired["acc_a"]
-    # no word was seen 100 times: that dictionary changes nothing
-    assert decoding["dictionary_100"] == decoding["viterbi"]
-    assert 0 <= decoding["marginal"] <= 100 and 0 <= decoding["dictionary_1"] <= 100
-
-
 def test_tag_dictionary_replaces_only_tags_a_frequent_word_never_had():
     """scripts.decoding_ablation's tag dictionary: a word seen min_count+ times keeps
     a tag it was seen with, else takes its most probable tag among those."""
     import collections
 
     import numpy
+
+    from scripts.decoding_ablation import restrict_to_dictionary
 
     labels = ["DT", "NN", "VB", "NNP"]
     dictionary = {"the": collections.Counter(DT=5), "run": collections.Counter(NN=2, VB=3), "Zed": collections.Counter(NNP=1)}
@@ -305,6 +457,8 @@ def words_of(sentences):
 def test_raw_text_tags_each_sentence_as_a_doc_of_its_own():
     """scripts.raw_text's `raw_by_sentence`: the sentencizer's sentences go
     through the pipeline one doc each, and their annotations come back."""
+    from scripts.raw_text import tag_by_sentence
+
     name = "test_position_tagger"
     if name not in Language.factories:
         @Language.component(name)
@@ -326,6 +480,8 @@ def test_raw_text_tags_each_sentence_as_a_doc_of_its_own():
 
 def test_unseen_bundles_counts_syntactic_words(tmp_path):
     """Multiword token lines are skipped; a bundle is UPOS + the set of features."""
+    from scripts.unseen_bundles import unseen_bundle_rate
+
     train, dev = tmp_path / "train.conllu", tmp_path / "dev.conllu"
     train.write_text(morph_conllu(TURKISH), encoding="utf8")
     # the same features in another order are the same bundle
@@ -341,6 +497,8 @@ def test_unseen_bundles_counts_syntactic_words(tmp_path):
 
 def test_morph_table_reads_each_treebanks_files(tmp_path):
     """One table per treebank folder; pos_morph_acc from the bundle scores."""
+    from scripts.morph_table import write_tables as write_morph_tables
+
     metrics = tmp_path / "metrics" / "morph" / "tr_x"
     metrics.mkdir(parents=True)
     files = {
@@ -401,8 +559,6 @@ def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
     import spacy
     from spacy.tokens import DocBin
     from spacy.training import Example
-
-    from .test_entities import NER_DATA
 
     nlp = spacy.blank("en")
     docs = [Example.from_dict(nlp.make_doc(text), {"entities": ents}).reference for text, ents in NER_DATA * 4]
@@ -482,23 +638,24 @@ def test_answers_split_the_proposals_into_accepted_and_rejected():
 
 def test_continued_config_sources_the_weak_model_with_the_rejections_key(tmp_path):
     """scripts.rejected_spans.continued_config: the arms' config sources the
-    weak model's crf_tagger, and the sourced copy reads incorrect_spans_key
-    from its config; the weak model is untouched."""
+    weak model's entity recognizer (configs/ner.cfg's one component), and the
+    sourced copy reads incorrect_spans_key from its config; the weak model is
+    untouched."""
     import spacy
     from spacy.training import Example
 
     from scripts.rejected_spans import KEY, continued_config
 
-    from .test_entities import NER_DATA
-
+    ner_config = spacy.util.load_config(ROOT / "configs" / "ner.cfg")
+    [name] = ner_config["nlp"]["pipeline"]
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    nlp.add_pipe(ner_config["components"][name]["factory"], name=name)
     examples = [Example.from_dict(nlp.make_doc(text), {"entities": ents}) for text, ents in NER_DATA]
     nlp.initialize(lambda: examples)
     nlp.to_disk(tmp_path / "weak")
     path = continued_config(str(ROOT / "configs" / "ner.cfg"), tmp_path / "weak", tmp_path)
     config = spacy.util.load_config(path)
-    assert dict(config["components"]["crf_tagger"]) == {"source": str((tmp_path / "weak-source").resolve())}
+    assert dict(config["components"][name]) == {"source": str((tmp_path / "weak-source").resolve())}
     sourced = spacy.load(tmp_path / "weak-source")
-    assert sourced.get_pipe("crf_tagger").cfg["incorrect_spans_key"] == KEY
-    assert spacy.load(tmp_path / "weak").get_pipe("crf_tagger").cfg["incorrect_spans_key"] is None
+    assert sourced.get_pipe(name).cfg["incorrect_spans_key"] == KEY
+    assert spacy.load(tmp_path / "weak").get_pipe(name).cfg["incorrect_spans_key"] is None

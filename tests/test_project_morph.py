@@ -1,36 +1,37 @@
-"""The project's `morph` workflow end to end on a tiny Turkish-like treebank
-with multiword tokens (its own file, so that a parallel test run gives it a
-worker of its own: see docs/development.md)."""
+"""The benchmark harness (benchmarks/project.yml, run as `spacy project run
+... benchmarks`) end to end: its `morph` workflow and `udpipe` on a tiny
+Turkish-like treebank with multiword tokens (its own file, so that a parallel
+test run gives it a worker of its own: see docs/development.md)."""
 import json
 import sys
 
 import pytest
 
-from .test_project import TURKISH, TURKISH_UNSEEN, copy_project, morph_conllu, run, unactivated_env, words_of
+from .test_project import TURKISH, TURKISH_UNSEEN, copy_project, morph_conllu, project_run, run, words_of
+
+TREEBANK_VARS = ["--vars.treebank_name", "tr_tiny", "--vars.train_name", "tr_tiny-ud-train",
+                 "--vars.dev_name", "tr_tiny-ud-dev"]
 
 
 @pytest.fixture(scope="module")
 def morph_project(tmp_path_factory):
-    """A copy of the project that ran the `morph` workflow on a tiny
+    """A copy of the project whose harness ran the `morph` workflow on a tiny
     Turkish-like treebank, and the treebank's folder."""
     root = copy_project(tmp_path_factory)
     treebank = tmp_path_factory.mktemp("treebank_tr")
     (treebank / "tr_tiny-ud-train.conllu").write_text(morph_conllu(TURKISH * 6), encoding="utf8")
     (treebank / "tr_tiny-ud-dev.conllu").write_text(morph_conllu(TURKISH + [TURKISH_UNSEEN]), encoding="utf8")
-    run(
-        [sys.executable, "-m", "spacy", "project", "run", "morph", ".",
-         "--vars.lang", "tr", "--vars.treebank_dir", str(treebank), "--vars.treebank_name", "tr_tiny",
-         "--vars.train_name", "tr_tiny-ud-train", "--vars.dev_name", "tr_tiny-ud-dev",
-         "--vars.max_steps", "6", "--vars.n_sents", "2", "--vars.benchmark_repeats", "1"],
-        cwd=root, env=unactivated_env(),
-    )
+    project_run(root, "morph", "--vars.lang", "tr", "--vars.treebank_dir", str(treebank), *TREEBANK_VARS,
+                "--vars.max_steps", "6", "--vars.n_sents", "2", "--vars.benchmark_repeats", "1",
+                project_dir="benchmarks")
     return root, treebank
 
 
 @pytest.mark.slow
-def test_workflow_morph_on_a_turkish_treebank(morph_project):
+def test_harness_morph_workflow_on_a_turkish_treebank(morph_project):
     """`morph` on a non-English treebank with multiword tokens: both systems
-    trained as Turkish pipelines on the syntactic words, scored, timed, tabled."""
+    trained as Turkish pipelines on the syntactic words, scored, timed,
+    tabled; the harness's paths are the repository root's."""
     morph_project, _ = morph_project
     metrics = morph_project / "metrics" / "morph" / "tr_tiny"
     dev_words = words_of(TURKISH + [TURKISH_UNSEEN])  # the multiword tokens' words, not the tokens
@@ -47,7 +48,8 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
         assert speed["words_per_second"] > 0 and speed["n_words"] == dev_words
         model = morph_project / "training" / "morph" / "tr_tiny" / config
         assert json.loads((model / "train_time.json").read_text())["train_seconds"] > 0
-        assert json.loads((model / "model-best" / "meta.json").read_text())["lang"] == "tr"
+        meta = json.loads((model / "model-best" / "meta.json").read_text())
+        assert meta["lang"] == "tr" and (config != "cpu_morph" or meta["pipeline"] == ["crf_morphologizer"])
         raw = json.loads((metrics / f"{config}-raw.json").read_text())
         for kind in ("gold_sentences", "gold_docs", "raw", "raw_by_sentence"):
             assert 0.0 <= raw[kind]["pos_acc"] <= 100.0 and 0.0 <= raw[kind]["morph_acc"] <= 100.0
@@ -71,22 +73,21 @@ def test_workflow_morph_on_a_turkish_treebank(morph_project):
     table = run([sys.executable, "-m", "scripts.morph_table", "metrics"], cwd=morph_project).stdout
     assert "### tr_tiny" in table and f"{100 / dev_words:.2f}% of {dev_words} dev words" in table
     rows = [line for line in table.splitlines() if line.startswith("| ") and "`configs/" in line]
-    assert [row.split(" | ")[0] for row in rows] == ["| crf_tagger", "| spaCy morphologizer"]
+    assert len(rows) == 2 and rows[0].startswith("| crf_") and rows[1].startswith("| spaCy morphologizer")
     assert all(" - " not in row for row in rows)  # every column filled
     assert (metrics / "table.md").read_text().strip() == table.strip()
+    # the harness's lock file is its own, beside benchmarks/project.yml
+    assert (morph_project / "benchmarks" / "project.lock").exists()
+    assert not (morph_project / "project.lock").exists()
 
 
 @pytest.mark.slow
-def test_udpipe_command_scores_the_same_dev_words(morph_project):
-    """`project run udpipe`: UDPipe 1's tagger on the same tiny treebank, its
-    dev words the ones the morph workflow scores."""
+def test_harness_udpipe_command_scores_the_same_dev_words(morph_project):
+    """`project run udpipe benchmarks`: UDPipe 1's tagger on the same tiny
+    treebank, its dev words the ones the morph workflow scores."""
     morph_project, treebank = morph_project
-    run(
-        [sys.executable, "-m", "spacy", "project", "run", "udpipe", ".",
-         "--vars.treebank_dir", str(treebank), "--vars.treebank_name", "tr_tiny",
-         "--vars.train_name", "tr_tiny-ud-train", "--vars.dev_name", "tr_tiny-ud-dev"],
-        cwd=morph_project, env=unactivated_env(),
-    )
+    project_run(morph_project, "udpipe", "--vars.treebank_dir", str(treebank), *TREEBANK_VARS,
+                project_dir="benchmarks")
     result = json.loads((morph_project / "metrics" / "peers" / "udpipe_tr_tiny.json").read_text())
     bundles = json.loads((morph_project / "metrics" / "morph" / "tr_tiny" / "cpu_morph-bundles.json").read_text())
     assert result["treebank"] == "tr_tiny" and result["words"] == bundles["words"]

@@ -75,7 +75,7 @@ def test_benchmark_scores_the_full_pipeline_pruned_and_the_factored_one(tmp_path
     write_morph_docbin(corpus)
     for transitions in ("full", "factored"):
         nlp = make_nlp(model={**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": transitions},
-                       target="pos+morph")
+                       factory="crf_morphologizer", target="pos+morph")
         train(nlp, morph_examples(nlp), steps=30)
         nlp.to_disk(tmp_path / transitions)
     output = tmp_path / "pruned.json"

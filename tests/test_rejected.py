@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from spacy_crf.constraints import allowed_transitions
+from spacy_crf.targets.schemes import allowed_transitions
 from spacy_crf.nn import constrain, crf
 from spacy_crf.nn.crf import CRFScores
 from spacy_crf.nn.rejected import log_partition_without

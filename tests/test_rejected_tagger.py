@@ -1,4 +1,4 @@
-"""crf_tagger's incorrect_spans_key (target "ents"): the reference's rejected
+"""crf_ner's incorrect_spans_key: the reference's rejected
 spans leave the paths that contain them out of the gold sum, exactly; a
 rejection that is also a gold entity is dropped; training on rejections only
 lowers the rejected span's posterior."""
@@ -32,17 +32,17 @@ def with_rejections(nlp, text, rejected, entities=None):
 @pytest.fixture(scope="module")
 def trained():
     fix_random_seed(0)
-    nlp = make_nlp(target="ents", incorrect_spans_key=KEY)
+    nlp = make_nlp(factory="crf_ner", incorrect_spans_key=KEY)
     train(nlp, ner_examples(nlp), steps=10)
     return nlp
 
 
 def test_loss_is_the_exact_likelihood_without_the_rejected_spans(trained):
-    tagger = trained.get_pipe("crf_tagger")
+    tagger = trained.get_pipe("crf_ner")
     example = with_rejections(trained, "Anna lives in New York City", [(3, 6, "LOC"), (0, 1, "PER")])
     batch = tagger.model.predict([example.predicted])
     loss, _ = tagger.get_loss([example], batch)
-    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
     spans = torch.tensor([[0, 3, 5, types.index("LOC")], [0, 0, 0, types.index("PER")]])
     allowed = torch.ones_like(batch.scores.emissions, dtype=torch.bool)
     expected = log_partition(batch.scores).double() - log_partition_without(batch.scores, allowed, spans, torch.tensor(patterns))
@@ -51,7 +51,7 @@ def test_loss_is_the_exact_likelihood_without_the_rejected_spans(trained):
 
 
 def test_no_rejections_and_contradicted_rejections_add_nothing(trained):
-    tagger = trained.get_pipe("crf_tagger")
+    tagger = trained.get_pipe("crf_ner")
     text, entities = NER_DATA[0]
     plain = Example.from_dict(trained.make_doc(text), {"entities": entities})
     # "Anna" is gold PER: rejecting it contradicts the gold, which wins
@@ -64,10 +64,10 @@ def test_no_rejections_and_contradicted_rejections_add_nothing(trained):
 
 def test_training_on_rejections_lowers_the_rejected_span():
     fix_random_seed(0)
-    trained = make_nlp(target="ents", incorrect_spans_key=KEY)
+    trained = make_nlp(factory="crf_ner", incorrect_spans_key=KEY)
     train(trained, ner_examples(trained), steps=10)
-    tagger = trained.get_pipe("crf_tagger")
-    types, patterns = span_patterns(tagger.labels, tagger._scheme)
+    tagger = trained.get_pipe("crf_ner")
+    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
     text = "Smith likes Berlin"
     rejected = (2, 3, "PER")  # "Berlin" is not a person
 
@@ -82,6 +82,7 @@ def test_training_on_rejections_lowers_the_rejected_span():
     assert prob() < before * 0.5
 
 
-def test_incorrect_spans_key_needs_target_ents():
-    with pytest.raises(ValueError, match=r"\[E020\]"):
+def test_incorrect_spans_key_is_a_setting_of_crf_ner():
+    """crf_tagger still takes 0.x's setting, and refuses it for its own targets."""
+    with pytest.raises(ValueError, match=r"\[E020\].*crf_ner"):
         make_nlp(target="tag", incorrect_spans_key=KEY)

@@ -9,7 +9,7 @@ import spacy
 import torch
 from spacy.tokens import Doc
 
-from spacy_crf.constraints import allowed_transitions
+from spacy_crf.targets.schemes import allowed_transitions
 from spacy_crf.ml import CRFBatch, DocScores
 from spacy_crf.nn import (
     NEG_INF,
@@ -218,7 +218,7 @@ TEXTS = ["Anna lives in New York City", "", "I like Berlin", "New York loves Ann
 
 @pytest.fixture(scope="module")
 def ner_nlp():
-    nlp = make_nlp(target="ents", model={**SMALL_MODEL, "chunk_size": 3})
+    nlp = make_nlp(factory="crf_ner", model={**SMALL_MODEL, "chunk_size": 3})
     train(nlp, ner_examples(nlp), steps=15)
     return nlp
 
@@ -238,7 +238,7 @@ def row_reference(scores, row, patterns):
 
 
 def test_crf_batch_span_probabilities(ner_nlp):
-    tagger = ner_nlp.get_pipe("crf_tagger")
+    tagger = ner_nlp.get_pipe("crf_ner")
     types, patterns = span_patterns(tagger.labels, "BILUO")
     docs = [ner_nlp.make_doc(text) for text in TEXTS]
     batch = tagger.model.predict(docs)
@@ -298,7 +298,7 @@ def test_span_probabilities_of_an_all_empty_batch():
 
 
 def test_doc_scores_span_probabilities_join_windows(ner_nlp):
-    tagger = ner_nlp.get_pipe("crf_tagger")
+    tagger = ner_nlp.get_pipe("crf_ner")
     types, patterns = span_patterns(tagger.labels, "BILUO")
     docs = [ner_nlp.make_doc(text) for text in TEXTS]
     spans = [every_span(len(doc), len(types)) for doc in docs]

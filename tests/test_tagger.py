@@ -10,7 +10,7 @@ from thinc.api import fix_random_seed
 from spacy_crf import CRFPrediction, CRFTagger
 from spacy_crf.ml import CRFBatch, crf_shim, torch_network
 from spacy_crf.nn import CRFScores
-from spacy_crf.targets import TARGETS, gold_ids
+from spacy_crf.targets import TOKEN_TARGETS, gold_ids
 
 from .helpers import (
     SMALL_MODEL,
@@ -164,7 +164,7 @@ def test_misaligned_gold_tokens_are_missing_values():
     tagger = nlp.get_pipe("crf_tagger")
     predicted = nlp.make_doc("I like greeneggs")
     reference = Doc(nlp.vocab, words=["I", "like", "green", "eggs"], tags=["N", "V", "J", "N"])
-    tags, _, _ = gold_ids(TARGETS["tag"].gold_values(Example(predicted, reference), "none"), tagger.labels)
+    tags, _, _ = gold_ids(TOKEN_TARGETS["tag"].gold_values(Example(predicted, reference)), tagger.labels)
     assert tags.tolist() == [1, 2, -1]
     losses = nlp.update([Example(predicted, reference)])
     assert numpy.isfinite(losses["crf_tagger"])
@@ -177,7 +177,7 @@ def test_negative_labels_exclude_a_tag():
     tagger = nlp.get_pipe("crf_tagger")
     reference = Doc(nlp.vocab, words=["eggs", "ham"], tags=["!N", "N"])
     example = Example(nlp.make_doc("eggs ham"), reference)
-    tags, excluded, _ = gold_ids(TARGETS["tag"].gold_values(example, "none"), tagger.labels)
+    tags, excluded, _ = gold_ids(TOKEN_TARGETS["tag"].gold_values(example), tagger.labels)
     assert tags.tolist() == [-1, 1]
     assert excluded.tolist() == [1, -1]
 
@@ -600,7 +600,7 @@ def test_joint_target_missing_half_is_unknown():
     nlp = make_nlp(target="tag+pos")
     nlp.initialize(lambda: make_examples(nlp, JOINT_DATA))
     half = Example.from_dict(nlp.make_doc("I eat"), {"tags": ["N", "V"], "pos": ["PRON", ""]})
-    values = TARGETS["tag+pos"].gold_values(half, "none")
+    values = TOKEN_TARGETS["tag+pos"].gold_values(half)
     assert values == ["N|PRON", ""]
     tags, _, _ = gold_ids(values, nlp.get_pipe("crf_tagger").labels)
     assert tags.tolist() == [2, -1]

@@ -1,4 +1,5 @@
-"""configs/transformer.cfg and transformer_case.cfg train with `spacy train`
+"""configs/transformer.cfg, transformer_case.cfg (crf_tagger) and
+ner_transformer.cfg (crf_ner) train with `spacy train`
 on a tiny, randomly initialised BERT saved to a temporary folder (never the
 Hugging Face hub)."""
 import json
@@ -82,7 +83,8 @@ def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch
     spacy.tokens.DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
     train_with_tiny_bert("ner_transformer.cfg", tmp_path, monkeypatch)
     nlp = spacy.load(tmp_path / "out" / "model-last")
-    assert nlp.get_pipe("crf_tagger").labels == ("B-X", "I-X", "L-X", "O", "U-X")
+    assert nlp.pipe_names == ["transformer", "crf_ner"]
+    assert nlp.get_pipe("crf_ner").labels == ("B-X", "I-X", "L-X", "O", "U-X")
     run_spacy(
         "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"),
         "--output", str(tmp_path / "scores.json"),

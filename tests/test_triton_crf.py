@@ -29,7 +29,8 @@ from spacy_crf.nn import (  # noqa: E402
     negative_log_likelihood,
     viterbi_decode,
 )
-from spacy_crf.nn import crf, dispatch, triton_crf  # noqa: E402
+from spacy_crf.nn import crf  # noqa: E402
+from spacy_crf.nn.kernels import dispatch, triton_crf  # noqa: E402
 
 from .helpers import no_host_sync  # noqa: E402
 from .test_crf import all_paths, brute_score  # noqa: E402
@@ -326,7 +327,7 @@ _COMPILE = """
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from spacy_crf.nn import triton_crf
+from spacy_crf.nn.kernels import triton_crf
 
 SIGNATURES = {
     "_viterbi_kernel": "*fp32 i32 i32 i32 *i32 *fp32 *fp32 *fp32 *i8 *i64 *fp32 i32 i32",

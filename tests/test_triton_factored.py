@@ -1,5 +1,5 @@
 """The fused Viterbi kernel for class-factored transitions
-(spacy_crf.nn.triton_factored) against factored.py's torch code and brute
+(spacy_crf.nn.kernels.triton_factored) against factored.py's torch code and brute
 force: lengths 0 and 1, padding, ties, more labels than one block, and the
 dispatch that sends factored CUDA batches of any K to it.
 
@@ -16,7 +16,8 @@ if not torch.cuda.is_available():
 
 triton = pytest.importorskip("triton")
 
-from spacy_crf.nn import dispatch, factored, triton_factored  # noqa: E402
+from spacy_crf.nn import factored  # noqa: E402
+from spacy_crf.nn.kernels import dispatch, triton_factored  # noqa: E402
 
 from .helpers import all_paths, brute_score  # noqa: E402
 from .test_factored import CASES, factored_batch  # noqa: E402

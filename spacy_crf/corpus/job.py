@@ -9,11 +9,11 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 
 import spacy
 
-from .errors import BadRecordError, CorpusErrors
+from ..errors import BadRecordError, CorpusErrors
 from .parquet import import_pyarrow
 from .pipeline import ChunkResult, load_pipeline
-from .readers import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, plan_shards
-from .writers import (
+from .inputs import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, plan_shards
+from .outputs import (
     OUTPUT_FORMATS,
     check_job,
     clear_job,

@@ -5,7 +5,7 @@ dependency: JSON Lines, plain text and DocBin input and output work without it.
 """
 from types import ModuleType
 
-from .errors import CorpusErrors
+from ..errors import CorpusErrors
 
 
 def import_pyarrow(*, action: str) -> ModuleType:

@@ -1,9 +1,9 @@
-"""The pipeline side of corpus tagging: load a pipeline, find its crf_tagger
+"""The pipeline side of corpus tagging: load a pipeline, find its spacy-crf
 components, ship it to workers as bytes, and tag the records of a chunk.
 
 Only spaCy's public API of a loaded pipeline is used (`spacy.load`,
 `nlp.pipe`, `nlp.to_bytes`/`from_bytes`, the components' `cfg`), so any
-pipeline with a crf_tagger works, whatever its other components.
+pipeline with a spacy-crf component works, whatever its other components.
 """
 import os
 import socket
@@ -17,16 +17,17 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Config
 
-from .errors import CorpusErrors
-from .readers import ChunkData, Shard, bad_record
-from .writers import Outputs, encode_chunk
+from ..components import CRFComponent
+from ..errors import CorpusErrors
+from .inputs import ChunkData, Shard, bad_record
+from .outputs import Outputs, encode_chunk
 
 
 _WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 def load_pipeline(model: Union[str, Path]) -> Language:
-    """Load a pipeline and check that it has a crf_tagger.
+    """Load a pipeline and check that it has a spacy-crf component.
 
     model (Union[str, Path]): a pipeline folder or an installed package name.
     RETURNS (Language): the pipeline.
@@ -41,7 +42,7 @@ def load_pipeline(model: Union[str, Path]) -> Language:
 
 
 def outputs_of(nlp: Language, *, model: str = "pipeline") -> Outputs:
-    """What the pipeline's crf_tagger components write.
+    """What the pipeline's spacy-crf components write.
 
     nlp (Language): the pipeline.
     model (str): its name, for the error message.
@@ -49,10 +50,10 @@ def outputs_of(nlp: Language, *, model: str = "pipeline") -> Outputs:
         token._.crf_confidence is set.
     """
     targets, confidence = [], False
-    for name in nlp.pipe_names:
-        if nlp.get_pipe_meta(name).factory != "crf_tagger":
+    for name, proc in nlp.pipeline:
+        if not isinstance(proc, CRFComponent):
             continue
-        cfg = nlp.get_pipe(name).cfg
+        cfg = proc.cfg
         for target in cfg["target"].split("+"):  # "tag+pos" writes both, ...
             if target not in targets:
                 targets.append(target)

@@ -17,9 +17,9 @@ from typing import Any, Dict, Iterator, List, Optional
 import numpy
 from spacy.language import Language
 
-from .errors import CorpusErrors
+from ..errors import CorpusErrors
 from .pipeline import ChunkTagger, ChunkResult, pipeline_from_payload, pipeline_payload
-from .readers import Chunk, ReadOptions, read_chunk
+from .inputs import Chunk, ReadOptions, read_chunk
 
 MAX_BLOCKS = 10000
 

@@ -2,9 +2,8 @@
 the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
 from .bilstm_crf import (
-    build_bilstm_crf,
-    build_bilstm_crf_v2,
-    build_bilstm_crf_v3,
+    build_bilstm_crf_v4,
+    check_quantize,
     crf_shim,
     first_non_finite_weight,
     set_constraints,
@@ -15,29 +14,22 @@ from .bilstm_crf import (
     uses_label_classes,
     uses_label_parts,
 )
-from .char_cnn import build_char_cnn
+from .char_cnn import build_char_cnn_v2
 from .crf_batch import CRFBatch, merge_nbest
 from .doc_scores import DocScores
 from .embed import (
-    build_hash_char_embed,
-    build_hash_char_embed_v2,
-    build_hash_char_embed_v3,
-    build_hash_char_embed_v4,
+    build_hash_char_embed_v5,
     count_known_words,
 )
-from .loss import crf_batch_loss
+from .batch_loss import crf_batch_loss
 
 __all__ = [
     "CRFBatch",
     "DocScores",
-    "build_bilstm_crf",
-    "build_bilstm_crf_v2",
-    "build_bilstm_crf_v3",
-    "build_char_cnn",
-    "build_hash_char_embed",
-    "build_hash_char_embed_v2",
-    "build_hash_char_embed_v3",
-    "build_hash_char_embed_v4",
+    "build_bilstm_crf_v4",
+    "build_char_cnn_v2",
+    "build_hash_char_embed_v5",
+    "check_quantize",
     "count_known_words",
     "crf_batch_loss",
     "crf_shim",

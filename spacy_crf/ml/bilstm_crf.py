@@ -1,6 +1,5 @@
-"""The registered architectures `spacy_crf.BiLSTMCRF.v1`, `.v2` (v1 plus the
-`transitions` setting) and `.v3` (v2 plus the `emissions` setting): tok2vec
--> BiLSTM-CRF.
+"""The registered architecture `spacy_crf.BiLSTMCRF.v4`: tok2vec -> BiLSTM-CRF
+(the earlier versions are in spacy_crf/legacy.py).
 
 The torch network sits behind Thinc's PyTorchWrapper with a `CRFShim`, which
 builds it once the input width and the number of labels are known (at
@@ -19,87 +18,48 @@ from thinc.types import Floats2d
 
 from ..errors import Errors
 from ..nn import BiLSTMCRF, CRFScores, PackedScores
-from ..nn.bilstm_crf import TRANSITIONS
+from ..nn import quantize as quantization
+from ..nn.network import TRANSITIONS
 from ..nn.emissions import EMISSIONS
 from .crf_batch import CRFBatch, row_layout
 from .shim import CRFShim
 
 
-@registry.architectures("spacy_crf.BiLSTMCRF.v1")
-def build_bilstm_crf(
+@registry.architectures("spacy_crf.BiLSTMCRF.v4")
+def build_bilstm_crf_v4(
     tok2vec: Model[List[Doc], List[Floats2d]],
-    hidden_width: int = 128,
-    depth: int = 1,
-    dropout: float = 0.0,
-    crf: bool = True,
-    chunk_size: int = 512,
+    *,
+    hidden_width: int,
+    depth: int,
+    dropout: float,
+    input_dropout: float,
+    crf: bool,
+    chunk_size: int,
+    transitions: str,
+    emissions: str,
     nO: Optional[int] = None,
-    input_dropout: float = 0.0,
 ) -> Model[List[Doc], CRFBatch]:
-    """spacy_crf.BiLSTMCRF.v2 with transitions = "full" (see there)."""
-    return build_bilstm_crf_v2(
-        tok2vec, hidden_width, depth, dropout, crf, chunk_size, nO, input_dropout, transitions="full"
-    )
+    """A BiLSTM-CRF on top of any tok2vec: docs in, CRF scores out.
 
-
-@registry.architectures("spacy_crf.BiLSTMCRF.v2")
-def build_bilstm_crf_v2(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    hidden_width: int = 128,
-    depth: int = 1,
-    dropout: float = 0.0,
-    crf: bool = True,
-    chunk_size: int = 512,
-    nO: Optional[int] = None,
-    input_dropout: float = 0.0,
-    transitions: str = "full",
-) -> Model[List[Doc], CRFBatch]:
-    """spacy_crf.BiLSTMCRF.v3 with emissions = "full" (see there)."""
-    return build_bilstm_crf_v3(
-        tok2vec, hidden_width, depth, dropout, crf, chunk_size, nO, input_dropout, transitions, emissions="full"
-    )
-
-
-@registry.architectures("spacy_crf.BiLSTMCRF.v3")
-def build_bilstm_crf_v3(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    hidden_width: int = 128,
-    depth: int = 1,
-    dropout: float = 0.0,
-    crf: bool = True,
-    chunk_size: int = 512,
-    nO: Optional[int] = None,
-    input_dropout: float = 0.0,
-    transitions: str = "full",
-    emissions: str = "full",
-) -> Model[List[Doc], CRFBatch]:
-    """Build a BiLSTM-CRF tagger on top of any tok2vec.
-
-    tok2vec (Model[List[Doc], List[Floats2d]]): the token vectors, e.g. a
-        spacy.Tok2Vec.v2, a spacy.Tok2VecListener.v1 or a transformer listener.
-    hidden_width (int): LSTM hidden size per direction.
-    depth (int): number of BiLSTM layers; 0 means a CRF on the tok2vec output.
-    dropout (float): dropout on the BiLSTM outputs (and between its layers).
-    crf (bool): False fixes the transition scores at zero: a per-token softmax
-        trained with cross-entropy, for ablations.
-    chunk_size (int): docs longer than this are cut into near-equal chunks,
-        each its own CRF sequence (bounded memory, a short time loop); 0 never
-        cuts. Docs up to this length are decoded whole.
-    nO (Optional[int]): number of labels; set by the component from its labels.
-    input_dropout (float): dropout on the token vectors entering the BiLSTM.
-    transitions (str): "full", a score for every pair of labels (K * K); or
-        "factored", a score for every pair of the labels' classes plus one for
-        leaving and one for entering each label (C * C + 2K), exact and
-        O(K * C) a token: for large label sets whose labels have a class, e.g.
-        target "pos+morph" (bundles, by their UPOS), "tag+pos+morph" or
-        "tag+pos" (by UPOS).
-    emissions (str): "full", a linear layer to the labels (K * width
-        weights); or "composed", each label's score the sum of its parts'
-        scores plus a bias (width * P + K weights), for labels made of parts:
-        target "pos+morph" (a bundle's UPOS and features), "morph" (its
-        features), "tag+pos" (its tag and UPOS) or "tag+pos+morph" (its
-        tag, UPOS and features).
-    RETURNS (Model[List[Doc], CRFBatch]): the CRF scores of a batch of docs.
+    Args:
+        tok2vec: The token vectors, e.g. `spacy_crf.HashCharEmbed.v5`, a `spacy.Tok2VecListener.v1` or a
+            transformer listener.
+        hidden_width: The LSTM's hidden size per direction.
+        depth: The number of BiLSTM layers; 0 puts the CRF straight on the tok2vec.
+        dropout: Dropout on the BiLSTM's outputs (and between its layers).
+        input_dropout: Dropout on the token vectors entering the BiLSTM.
+        crf: False fixes the transition scores at zero: a per-token softmax trained with cross-entropy,
+            for ablations.
+        chunk_size: Docs longer than this are cut into near-equal chunks, each its own CRF sequence
+            (bounded memory, a short time loop); 0 never cuts.
+        transitions: "full", a score for every pair of labels (K * K); "factored", a score for every pair
+            of the labels' classes plus one for leaving and one for entering each label (C * C + 2K),
+            exact and O(K * C) a token, for large label sets whose labels have a class (crf_morphologizer's
+            bundles by their UPOS; crf_tagger's "tag+pos").
+        emissions: "full", a linear layer to the labels; "composed", each label's score the sum of its
+            parts' scores plus a bias, for labels made of parts (crf_morphologizer's targets, crf_tagger's
+            "tag+pos").
+        nO: The number of labels; set by the component from its labels.
     """
     if transitions not in TRANSITIONS:
         raise ValueError(Errors.E022.format(value=transitions, options=", ".join(TRANSITIONS)))
@@ -151,6 +111,15 @@ def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> N
     start, (K,) end, as from `spacy_crf.constraints.allowed_transitions`; None
     allows everything. They hold across saving and loading the weights."""
     crf_shim(model).set_constraints(None if masks is None else tuple(masks))
+
+
+def check_quantize(mode: str, name: str) -> None:
+    """Raise E026 for an unknown quantize mode, E027 for "int8" where this
+    torch cannot quantize (`name`: the component's)."""
+    if mode not in quantization.MODES:
+        raise ValueError(Errors.E026.format(name=name, value=mode, options=list(quantization.MODES)))
+    if mode == "int8" and not quantization.available():
+        raise ValueError(Errors.E027.format(name=name, version=torch.__version__))
 
 
 def set_quantize(model: Model, mode: str) -> None:

@@ -1,4 +1,4 @@
-"""`spacy_crf.CharCNN.v1`: a character CNN over the whole word (Ma & Hovy, 2016).
+"""`spacy_crf.CharCNN.v2`: a character CNN over the whole word (Ma & Hovy, 2016).
 
 Each word's UTF-8 bytes, between a start and an end marker, are embedded;
 each byte's vector is concatenated with those of the `window` bytes on either
@@ -10,10 +10,10 @@ at fixed positions; this reads every byte of the word, wherever it is.
 Each distinct word (ORTH) of a batch is encoded once and copied to its
 tokens; the gradients of its tokens are summed back into it. A word's bytes
 are looked up once per process. Thinc's code runs on NumpyOps and on CupyOps;
-on NumpyOps char_cnn_numba.py's loops run instead (the same vectors and
-gradients to float rounding, much faster: docs/performance.md, "The character
-CNN"), unless SPACY_CRF_KERNELS=torch asks for the reference code or Numba
-cannot be set up.
+on NumpyOps nn/kernels/char_cnn_numba.py's loops run instead (the same vectors and
+gradients to float rounding, much faster), unless SPACY_CRF_KERNELS=torch asks
+for the reference code or Numba cannot be set up. CharCNN.v1 is in
+spacy_crf/legacy.py.
 """
 import importlib.util
 import warnings
@@ -28,7 +28,7 @@ from thinc.api import Maxout, Model, NumpyOps, uniform_init
 from thinc.types import Floats2d
 
 from ..errors import Warnings
-from ..nn.dispatch import kernel_mode
+from ..nn.kernels.dispatch import kernel_mode
 from .features import per_distinct_word
 
 # Byte values 0-255, then the markers around every word.
@@ -39,20 +39,18 @@ N_SYMBOLS = 258
 _WORD_SYMBOLS: Dict[int, Dict[int, numpy.ndarray]] = {}
 
 
-@registry.architectures("spacy_crf.CharCNN.v1")
-def build_char_cnn(
-    width: int = 64, nM: int = 32, window: int = 1, nP: int = 3, max_bytes: int = 20
-) -> Model[List[Doc], List[Floats2d]]:
-    """Encode each token by a CNN over the bytes of its word.
+@registry.architectures("spacy_crf.CharCNN.v2")
+def build_char_cnn_v2(*, width: int, nM: int, window: int, nP: int, max_bytes: int) -> Model[List[Doc], List[Floats2d]]:
+    """Encode each token by a CNN over the bytes of its word (a word encoder
+    for `spacy_crf.HashCharEmbed.v5`).
 
-    width (int): output width (the CNN's filters).
-    nM (int): width of each byte's embedding.
-    window (int): bytes on each side of a position that its filters see
-        (1: trigrams).
-    nP (int): Maxout pieces of the convolution.
-    max_bytes (int): longer words are read by their first and last
-        max_bytes / 2 bytes (URLs, numbers); the markers come on top.
-    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
+    Args:
+        width: The output width (the CNN's filters).
+        nM: The width of each byte's embedding.
+        window: The bytes on each side of a position that its filters see (1: trigrams).
+        nP: The Maxout pieces of the convolution.
+        max_bytes: Longer words are read by their first and last max_bytes / 2 bytes (URLs, numbers);
+            the markers come on top.
     """
     if max_bytes < 2:
         raise ValueError(f"max_bytes must be at least 2, not {max_bytes}")
@@ -187,7 +185,7 @@ def _numba_module() -> Optional[ModuleType]:
     if importlib.util.find_spec("numba") is None:
         return None
     try:
-        from . import char_cnn_numba
+        from ..nn.kernels import char_cnn_numba
     except (ImportError, RuntimeError, OSError) as error:
         warnings.warn(Warnings.W002.format(error=error), stacklevel=2)
         return None

@@ -1,17 +1,8 @@
-"""Embeddings from hash tables of lexical attributes plus character features,
-mixed by a Maxout layer into one vector per token.
-
-- `spacy_crf.HashCharEmbed.v1`: every word is hash-embedded.
-- `spacy_crf.HashCharEmbed.v2`: adds `min_count`: the first attribute (the
-  word, e.g. NORM) only keeps the words seen at least `min_count` times in the
-  training data; every other word becomes one shared "unknown word" key. A word
-  never seen in training then gets a vector trained for unknown words, not the
-  hashed rows of unrelated words, and the character and affix features carry it.
-- `spacy_crf.HashCharEmbed.v3`: v2 whose byte table gets the gradient of every
-  token (v1 and v2 keep spaCy's CharacterEmbed gradient, in which the tokens
-  of one doc that share a byte at a position count once; see features.py).
-- `spacy_crf.HashCharEmbed.v4`: v3 plus a word encoder (e.g. the whole-word
-  character CNN `spacy_crf.CharCNN.v1`) whose vectors join the mix.
+"""`spacy_crf.HashCharEmbed.v5`: embeddings from hash tables of lexical
+attributes plus character features (and a word encoder), mixed by a Maxout
+layer into one vector per token; a known-word list for the first attribute
+(`min_count`) maps rare words to one trained unknown-word vector. The earlier
+versions are in spacy_crf/legacy.py.
 
 The features of a batch are built on the host in one array and copied to the
 device once (features.py); the outputs equal spaCy's per-doc layers'.
@@ -35,40 +26,7 @@ from .host_blas import on_host_blas
 from .unique_rows import unique_rows
 
 
-@registry.architectures("spacy_crf.HashCharEmbed.v1")
-def build_hash_char_embed(
-    width: int,
-    attrs: List[Union[str, int]],
-    rows: List[int],
-    nM: int,
-    nC: int,
-    include_static_vectors: bool = False,
-) -> Model[List[Doc], List[Floats2d]]:
-    """Embed each token from its attributes and its characters.
-
-    width (int): output width, also the width of the hash embeddings.
-    attrs (List[Union[str, int]]): attributes to hash-embed, e.g.
-        ["NORM", "PREFIX", "SUFFIX", "SHAPE"].
-    rows (List[int]): rows of each attribute's embedding table.
-    nM (int): width of each character embedding.
-    nC (int): number of UTF-8 bytes embedded per word, half from its start and
-        half from its end (spaCy's CharacterEmbed).
-    include_static_vectors (bool): also use the vocab's static vectors.
-    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
-    """
-    hashes = chain(
-        MultiHashEmbed(
-            width=width,
-            attrs=attrs,
-            rows=rows,
-            include_static_vectors=include_static_vectors,
-        ),
-        list2ragged(),
-    )
-    return _with_chars_mixed(hashes, attrs, width, width, nM, nC)
-
-
-def _with_chars_mixed(
+def with_chars_mixed(
     hashes: Model[List[Doc], Ragged],
     attrs: List[Union[str, int]],
     n_hashed: int,
@@ -96,76 +54,46 @@ def _with_chars_mixed(
 UNKNOWN_WORD = numpy.uint64(hash_string("\x00spacy_crf.unknown_word"))
 
 
-@registry.architectures("spacy_crf.HashCharEmbed.v2")
-def build_hash_char_embed_v2(
+@registry.architectures("spacy_crf.HashCharEmbed.v5")
+def build_hash_char_embed_v5(
+    *,
     width: int,
     attrs: List[Union[str, int]],
     rows: List[int],
     nM: int,
     nC: int,
-    include_static_vectors: bool = False,
-    min_count: int = 0,
-    word_dropout: float = 0.0,
+    include_static_vectors: bool,
+    min_count: int,
+    word_dropout: float,
+    sum_byte_gradients: bool,
+    word_encoder: Optional[Model[List[Doc], List[Floats2d]]],
 ) -> Model[List[Doc], List[Floats2d]]:
-    """Embed each token from its attributes and its characters, with a
-    known-word list for the first attribute.
+    """Embed each token from hash tables of its attributes and from the bytes
+    of its word (and a word encoder's vector), mixed by a Maxout layer.
 
-    width, attrs, rows, nM, nC, include_static_vectors: as for v1; the first
-        attribute is the word.
-    min_count (int): 0 embeds every word; n > 0 keeps the words seen at least
-        n times in the training data (counted by crf_tagger.initialize, also
-        in a shared tok2vec) and
-        maps the rest to one unknown-word key.
-    word_dropout (float): while training, the share of known words also
-        replaced by the unknown-word key (needs min_count > 0).
-    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
+    Args:
+        width: Output width, also the width of each hash embedding.
+        attrs: The attributes to hash-embed, the word first, e.g. ["NORM", "PREFIX", "SUFFIX", "SHAPE"].
+        rows: The rows of each attribute's embedding table.
+        nM: The width of each byte's embedding.
+        nC: The UTF-8 bytes embedded per word, half from its start and half from its end (spaCy's
+            CharacterEmbed).
+        include_static_vectors: Also use the vocab's static vectors.
+        min_count: 0 embeds every word; n > 0 keeps the words seen at least n times in the training data
+            (counted at initialize) and maps the others to one unknown-word key.
+        word_dropout: While training, the share of known words also replaced by the unknown-word key
+            (needs min_count > 0).
+        sum_byte_gradients: True trains the byte table with the summed gradient of every token; false
+            keeps spaCy's CharacterEmbed rule (one token's gradient per doc, byte and position).
+        word_encoder: A model giving one vector per token with an "nO" dim (e.g. `spacy_crf.CharCNN.v2`),
+            mixed in beside the hash and byte features; null for none.
     """
-    return _hash_char_embed(width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, False)
-
-
-@registry.architectures("spacy_crf.HashCharEmbed.v3")
-def build_hash_char_embed_v3(
-    width: int,
-    attrs: List[Union[str, int]],
-    rows: List[int],
-    nM: int,
-    nC: int,
-    include_static_vectors: bool = False,
-    min_count: int = 0,
-    word_dropout: float = 0.0,
-) -> Model[List[Doc], List[Floats2d]]:
-    """HashCharEmbed.v2 (same arguments, same outputs) whose byte table is
-    trained by the summed gradient of every token: v2, like spaCy's
-    CharacterEmbed, keeps one token's gradient per doc, byte and position.
-    """
-    return _hash_char_embed(width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, True)
-
-
-@registry.architectures("spacy_crf.HashCharEmbed.v4")
-def build_hash_char_embed_v4(
-    width: int,
-    attrs: List[Union[str, int]],
-    rows: List[int],
-    nM: int,
-    nC: int,
-    include_static_vectors: bool = False,
-    min_count: int = 0,
-    word_dropout: float = 0.0,
-    word_encoder: Optional[Model[List[Doc], List[Floats2d]]] = None,
-) -> Model[List[Doc], List[Floats2d]]:
-    """HashCharEmbed.v3 (same arguments) with a word encoder beside the hash
-    and byte features, mixed in by the same Maxout.
-
-    word_encoder (Optional[Model[List[Doc], List[Floats2d]]]): one vector per
-        token with an "nO" dim, e.g. spacy_crf.CharCNN.v1; None is v3.
-    RETURNS (Model[List[Doc], List[Floats2d]]): one (n_tokens, width) array per doc.
-    """
-    return _hash_char_embed(
-        width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, True, word_encoder
+    return hash_char_embed(
+        width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, sum_byte_gradients, word_encoder
     )
 
 
-def _hash_char_embed(
+def hash_char_embed(
     width: int,
     attrs: List[Union[str, int]],
     rows: List[int],
@@ -191,7 +119,7 @@ def _hash_char_embed(
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
-    return _with_chars_mixed(hashes, attrs, n_hashed, width, nM, nC, exact_gradient, word_encoder)
+    return with_chars_mixed(hashes, attrs, n_hashed, width, nM, nC, exact_gradient, word_encoder)
 
 
 def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged, Ragged]:

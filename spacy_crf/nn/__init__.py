@@ -5,8 +5,8 @@ nbest_decode are dispatch.py's: the fused Triton kernels on CUDA, factored.py
 for class-factored transitions, the torch reference (spacy_crf.nn.crf)
 otherwise; see dispatch.py for the `kernels` switch.
 """
-from . import bucketed_lstm
-from .bilstm_crf import BiLSTMCRF
+from .kernels import bucketed_lstm
+from .network import BiLSTMCRF
 from .constraints import constrain
 from .crf import (
     NEG_INF,
@@ -15,7 +15,7 @@ from .crf import (
     check_scores,
     path_score,
 )
-from .dispatch import (
+from .kernels.dispatch import (
     log_partition,
     marginals,
     nbest_decode,

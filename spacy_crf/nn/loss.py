@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import torch
 
 from .crf import CRFScores, allowed_from_tags
-from .dispatch import log_partition, negative_log_likelihood
+from .kernels.dispatch import log_partition, negative_log_likelihood
 from .rejected import log_partition_without
 
 

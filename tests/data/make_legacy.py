@@ -21,6 +21,13 @@ the repository root of a later checkout, with that commit's code beside it
     OMP_NUM_THREADS=1 python tests/data/make_legacy.py 0.3.0 --code /tmp/crf030
     git worktree remove /tmp/crf030
 
+1.0.0, tests/data/legacy-1.0.0/: one fixture per factory, "crf_tagger"
+("tag+pos"), "crf_morphologizer" ("pos+morph") and "crf_ner" (see
+FIXTURES_100), made the same way with the 1.0 code (RELEASES["1.0.0"]):
+
+    git worktree add --detach /tmp/crf100 <commit>
+    OMP_NUM_THREADS=1 python tests/data/make_legacy.py 1.0.0 --code /tmp/crf100
+
 `--code DIR` imports spacy_crf from DIR ahead of any installed copy (an
 editable install's import hook is taken out of the way first); the script
 checks that DIR holds the release's commit, unchanged, and writes it with the
@@ -215,6 +222,72 @@ FIXTURES_030 = {
 }
 
 
+# --- 1.0.0 -----------------------------------------------------------------
+
+OUT_100 = Path(__file__).parent / "legacy-1.0.0"
+RELEASES["1.0.0"] = None  # set to the commit whose code wrote legacy-1.0.0/
+
+
+def _embed_v5(**settings):
+    return {**_embed("v5"), "min_count": 1, "word_dropout": 0.0, "sum_byte_gradients": True,
+            "word_encoder": None, **settings}
+
+
+def _bilstm_crf_v4(tok2vec, **settings):
+    return _bilstm_crf("v4", tok2vec, **{"transitions": "full", "emissions": "full", **settings})
+
+
+# What each 1.0 factory's fixture exercises (the newest architectures):
+# - "crf_tagger": target "tag+pos" with composed emissions and factored
+#   transitions, store_confidence, a temperature of 1.5.
+# - "crf_morphologizer": target "pos+morph" with composed emissions and
+#   factored transitions on HashCharEmbed.v5 with the character CNN
+#   (CharCNN.v2), spaCy's CharacterEmbed gradient (sum_byte_gradients false).
+# - "crf_ner": scheme IOBES, store_entity_probs, store_confidence,
+#   candidates_key, threshold, incorrect_spans_key and a temperature of 0.75.
+FIXTURES_100 = {
+    "crf_tagger": {
+        "target": "tag+pos",
+        "config": {
+            "model": _bilstm_crf_v4(_embed_v5(), transitions="factored", emissions="composed"),
+            "target": "tag+pos",
+            "window": 10,
+            "store_confidence": True,
+        },
+        "temperature": 1.5,
+    },
+    "crf_morphologizer": {
+        "target": "pos+morph",
+        "config": {
+            "model": _bilstm_crf_v4(
+                _embed_v5(sum_byte_gradients=False, word_encoder={
+                    "@architectures": "spacy_crf.CharCNN.v2", "width": 8, "nM": 4, "window": 1, "nP": 2,
+                    "max_bytes": 10,
+                }),
+                transitions="factored", emissions="composed",
+            ),
+            "target": "pos+morph",
+            "window": 10,
+        },
+    },
+    "crf_ner": {
+        "target": "ents",
+        "config": {
+            "model": _bilstm_crf_v4(_embed_v5()),
+            "scheme": "IOBES",
+            "window": 10,
+            "store_confidence": True,
+            "store_entity_probs": True,
+            "threshold": 0.6,
+            "candidates_key": "candidates",
+            "candidates_threshold": 0.1,
+            "incorrect_spans_key": "rejected",
+        },
+        "temperature": 0.75,
+    },
+}
+
+
 def examples(nlp, target, version="0.1.0"):
     """The training examples of a fixture (also its loss and gradients)."""
     if version == "0.1.0":
@@ -245,9 +318,9 @@ def build(target):
     return nlp
 
 
-def gradients(nlp, target, version="0.1.0"):
+def gradients(nlp, target, version="0.1.0", name="crf_tagger"):
     """The loss of one update without an optimizer, and every gradient."""
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe(name)
     losses = {}
     tagger.update(examples(nlp, target, version), sgd=None, losses=losses)
     grads = {}
@@ -259,7 +332,7 @@ def gradients(nlp, target, version="0.1.0"):
             for key, param in shim._model.named_parameters():
                 if param.grad is not None:
                     grads[f"torch.{key}"] = param.grad.numpy().copy()
-    return losses["crf_tagger"], grads
+    return losses[name], grads
 
 
 def main():
@@ -304,18 +377,20 @@ def annotations(doc, candidates_key=None):
     return out
 
 
-def build_030(target):
-    fixture = FIXTURES_030[target]
+def build_030(target, fixture=None, factory="crf_tagger"):
+    """A fixture's pipeline, trained: 0.3.0's (by target) or, given the
+    fixture, one of a later release (component named after its factory)."""
+    fixture = fixture or FIXTURES_030[target]
     fix_random_seed(0)
     nlp = spacy.blank("xx")  # a small tokenizer file
-    nlp.add_pipe("crf_tagger", config=fixture["config"])
+    nlp.add_pipe(factory, config=fixture["config"])
     egs = examples(nlp, target, "0.3.0")
     nlp.initialize(get_examples=lambda: egs)
     optimizer = Adam(0.01)
     for _ in range(40):
         nlp.update(egs, sgd=optimizer)
     if "temperature" in fixture:
-        nlp.get_pipe("crf_tagger").temperature = fixture["temperature"]
+        nlp.get_pipe(factory).temperature = fixture["temperature"]
     return nlp
 
 
@@ -339,25 +414,30 @@ def made_with():
     }
 
 
-def main_030():
+def main_030(version="0.3.0"):
     made = made_with()
-    if made["commit"] != RELEASES["0.3.0"] or made["code_changed"]:
+    if version == "0.3.0" and (made["commit"] != RELEASES["0.3.0"] or made["code_changed"]):
         sys.exit(f"spacy_crf's code is not the 0.3.0 release's ({RELEASES['0.3.0']}): {made}")
-    for target in FIXTURES_030:
-        nlp = build_030(target)
-        path = OUT_030 / target
+    if version == "1.0.0" and made["code_changed"]:
+        sys.exit(f"spacy_crf's code has uncommitted changes: {made}")
+    fixtures = FIXTURES_030 if version == "0.3.0" else FIXTURES_100
+    for name, fixture in fixtures.items():
+        target = name if version == "0.3.0" else fixture["target"]
+        factory = "crf_tagger" if version == "0.3.0" else name
+        nlp = build_030(target, fixture, factory)
+        path = (OUT_030 if version == "0.3.0" else OUT_100) / name
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
         nlp.to_disk(path / "pipeline")
-        tagger = nlp.get_pipe("crf_tagger")
-        key = tagger.cfg["candidates_key"]
+        tagger = nlp.get_pipe(factory)
+        key = tagger.cfg.get("candidates_key")
         docs = [nlp.make_doc(t) for t in TEXTS_030]
         prediction = tagger.predict(docs)
         marginals = tagger.marginals(docs)
         nbest = tagger.nbest(docs, 3)
         uncertainty = tagger.uncertainty(docs)
         annotated = [annotations(doc, key) for doc in nlp.pipe(TEXTS_030)]
-        loss, grads = gradients(nlp, target, "0.3.0")
+        loss, grads = gradients(nlp, target, "0.3.0", factory)
         arrays = {f"ids.{i}": a for i, a in enumerate(prediction.ids)}
         arrays.update({f"marginals.{i}": a for i, a in enumerate(marginals)})
         arrays.update({f"entropy.{i}": entropy for i, (_, entropy) in enumerate(uncertainty)})
@@ -411,13 +491,13 @@ if __name__ == "__main__":
         _import_from(code)
     if version == "0.1.0":
         main()
-    elif version == "0.3.0":
+    elif version in ("0.3.0", "1.0.0"):
         if code is None:
-            sys.exit("give the 0.3.0 release's code: --code DIR (see the top of this file)")
+            sys.exit(f"give the {version} release's code: --code DIR (see the top of this file)")
         import spacy_crf
 
         if spacy_crf.__version__ != version:
             sys.exit(f"spacy_crf is {spacy_crf.__version__}, not {version}")
-        main_030()
+        main_030(version)
     else:
         sys.exit(f"no fixtures for version {version}")

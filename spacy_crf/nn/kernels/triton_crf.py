@@ -33,8 +33,8 @@ import triton
 import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 
-from .crf import NEG_INF as _NEG_INF_VALUE
-from .crf import CRFScores, check_allowed, check_scores
+from ..crf import NEG_INF as _NEG_INF_VALUE
+from ..crf import CRFScores, check_allowed, check_scores
 
 # The largest label count the kernels take: their (K, K) tiles live in
 # registers, and at BLOCK_K = 256 the backward's two tiles would not fit.

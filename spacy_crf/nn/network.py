@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from . import bucketed_lstm
+from .kernels import bucketed_lstm
 from .constraints import forbid
 from .crf import CRFScores
 from .emissions import EMISSIONS, ComposedEmission

@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from spacy.tokens import Doc, DocBin
 
 from ..files import TEMPORARY_PREFIX, file_sha256, write_atomic
-from .errors import CorpusErrors, CorpusWarnings
+from ..errors import CorpusErrors, CorpusWarnings
 from .parquet import import_pyarrow
 
 OUTPUT_FORMATS = ("docbin", "parquet", "jsonl")

@@ -18,7 +18,7 @@ kernels on a GPU.
             for CPU tensors (where Numba is installed), torch otherwise
     torch   always the torch code, e.g. to rule the kernels out when debugging
             (and Thinc's code for the character CNN, whose CPU loops
-            ml/char_cnn_numba.py runs in every other mode)
+            nn/kernels/char_cnn_numba.py runs in every other mode)
     triton  the Triton kernels wherever they can run: CUDA tensors, and CPU
             tensors when Triton's interpreter is on (TRITON_INTERPRET=1 before
             the kernels are first imported), which is how the tests run them
@@ -41,10 +41,10 @@ from typing import Optional, Tuple
 
 import torch
 
-from ..errors import Warnings
-from . import crf, factored
-from .crf import CRFScores
-from .packed import PackedScores
+from ...errors import Warnings
+from .. import crf, factored
+from ..crf import CRFScores
+from ..packed import PackedScores
 
 MODES = ("auto", "torch", "triton", "numba")
 # triton_crf.MAX_LABELS, known here without importing Triton

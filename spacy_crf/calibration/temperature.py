@@ -23,12 +23,12 @@ import numpy
 from spacy.language import Language
 from spacy.training import Corpus, Example
 
-from .calibration import N_BINS, Outcomes, entity_outcomes, token_outcomes
-from .errors import Errors
-from .ml import CRFBatch, torch_network
-from .tagger import CRFTagger
-from .targets import entity_offsets, gold_ids, span_patterns
-from .threads import torch_threads
+from .metrics import N_BINS, Outcomes, entity_outcomes, token_outcomes
+from ..errors import Errors
+from ..ml import CRFBatch, torch_network
+from ..components import CRFComponent
+from ..targets import EntityTarget, gold_ids
+from ..threads import torch_threads
 
 # the range of the search, and its precision in log tau (0.1 % of tau)
 LOW, HIGH = 0.01, 100.0
@@ -85,13 +85,13 @@ class GoldScores:
 
     def __init__(self, nlp: Language, name: str, examples: Iterable[Example], *, batch_size: int = 64) -> None:
         tagger = nlp.get_pipe(name)
-        if not isinstance(tagger, CRFTagger):
-            raise ValueError(Errors.E025.format(what=f"component '{name}'", reason="it is not a crf_tagger"))
+        if not isinstance(tagger, CRFComponent):
+            raise ValueError(Errors.E025.format(what=f"component '{name}'", reason="it is not a spacy-crf component"))
         if torch_network(tagger.model) is None:
             raise ValueError(Errors.E009.format(name=name))
         self.tagger = tagger
         self.examples = list(examples)
-        labels, scheme, target = tagger.labels, tagger._scheme, tagger._target
+        labels, target = tagger.labels, tagger.target
         upstream = nlp.pipe_names[: nlp.pipe_names.index(name)]
         docs = [eg.predicted for eg in self.examples]
         if upstream:
@@ -99,7 +99,7 @@ class GoldScores:
                 docs = list(nlp.pipe(docs, batch_size=batch_size))
         # per doc, its gold values ("" unknown), label ids (-1 unknown, and
         # where the model lacks the label) and excluded label ids
-        self.gold_values = [target.gold_values(eg, scheme) for eg in self.examples]
+        self.gold_values = [target.gold_values(eg) for eg in self.examples]
         self.gold: List[numpy.ndarray] = []
         self.excluded: List[numpy.ndarray] = []
         self.n_unknown_labels = 0
@@ -161,9 +161,9 @@ class GoldScores:
             target "ents", the entity outcomes (every entity of the decoded
             path, whatever ents_threshold says).
         """
-        labels, scheme = self.tagger.labels, self.tagger._scheme
-        is_ents = self.tagger.cfg["target"] == "ents"
-        types, patterns = span_patterns(labels, scheme) if is_ents else ([], [])
+        labels, target = self.tagger.labels, self.tagger.target
+        is_ents = isinstance(target, EntityTarget)
+        types, patterns = target.span_patterns(labels) if is_ents else ([], [])
         type_ids = {kind: i for i, kind in enumerate(types)}
         n_docs = len(self.examples)
         ids: List[List[numpy.ndarray]] = [[] for _ in range(n_docs)]
@@ -176,7 +176,7 @@ class GoldScores:
                 if is_ents:
                     part_spans = [
                         [(start, end, type_ids[kind]) for start, end, kind in
-                         entity_offsets([labels[i] for i in path.tolist()], scheme)]
+                         target.offsets([labels[i] for i in path.tolist()])]
                         for path in part_ids
                     ]
                     given = tempered.span_probabilities(patterns, part_spans)
@@ -340,16 +340,16 @@ class CalibrationResult:
 def crf_tagger_name(nlp: Language, component: Optional[str] = None) -> str:
     """The crf_tagger component to calibrate: `component`, or the pipeline's
     only one (ValueError E025 if it has none or several)."""
-    names = [name for name, proc in nlp.pipeline if isinstance(proc, CRFTagger)]
+    names = [name for name, proc in nlp.pipeline if isinstance(proc, CRFComponent)]
     if component is not None:
         if component not in names:
             raise ValueError(Errors.E025.format(
-                what=f"component '{component}'", reason=f"the pipeline's crf_tagger components are {names}"
+                what=f"component '{component}'", reason=f"the pipeline's spacy-crf components are {names}"
             ))
         return component
     if len(names) != 1:
         raise ValueError(Errors.E025.format(
-            what="the pipeline", reason=f"it has {len(names)} crf_tagger components {names}: name one (--component)"
+            what="the pipeline", reason=f"it has {len(names)} spacy-crf components {names}: name one (--component)"
         ))
     return names[0]
 
@@ -396,10 +396,9 @@ def calibrate(
         raise ValueError(Errors.E025.format(
             what=f"component '{name}'", reason=f"the objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}",
         ))
-    if objective == "entities" and tagger.cfg["target"] != "ents":
+    if objective == "entities" and not isinstance(tagger.target, EntityTarget):
         raise ValueError(Errors.E025.format(
-            what=f"component '{name}'", reason=f"objective 'entities' needs target 'ents', not "
-            f"'{tagger.cfg['target']}'",
+            what=f"component '{name}'", reason="objective 'entities' needs a crf_ner",
         ))
     cfg_file = Path(model) / name / "cfg"
     if write and output is None and not ((Path(model) / "config.cfg").is_file() and cfg_file.is_file()):

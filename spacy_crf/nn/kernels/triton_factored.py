@@ -37,8 +37,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .crf import CRFScores, check_scores
-from .factored import check_classes, split
+from ..crf import CRFScores, check_scores
+from ..factored import check_classes, split
 from .triton_crf import _TINY, _store_last_label
 
 # labels a program handles at once; the (C, BLOCK_K) class tiles stay small

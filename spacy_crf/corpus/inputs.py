@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy
 
 from ..files import file_sha256
-from .errors import BadRecordError, CorpusErrors
+from ..errors import BadRecordError, CorpusErrors
 from .parquet import import_pyarrow
 
 INPUT_FORMATS = ("jsonl", "text", "parquet", "docbin")

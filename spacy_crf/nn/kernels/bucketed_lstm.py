@@ -29,7 +29,7 @@ import numpy
 import torch
 from torch import nn
 
-from .packed import PackingRows
+from ..packed import PackingRows
 
 # The cost model that cuts the buckets, in units of one row's LSTM step: a
 # step of a bucket costs STEP_COST + its rows, a bucket BUCKET_COST more (its

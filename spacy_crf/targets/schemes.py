@@ -1,4 +1,5 @@
-"""Hard transition constraints of tag schemes (BIO/IOB2, BILUO, IOBES).
+"""Tag schemes (BIO/IOB2, BILUO, IOBES): how their prefixes are named and
+which transitions they allow.
 
 `allowed_transitions(labels, scheme)` gives which label may follow which, which
 may start and which may end a sequence. The component sets every forbidden
@@ -9,7 +10,16 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
-from .errors import Errors
+from ..errors import Errors
+
+# scheme -> BILUO prefix -> the scheme's prefix
+RENAME = {
+    "BILUO": {"B": "B", "I": "I", "L": "L", "U": "U"},
+    "IOBES": {"B": "B", "I": "I", "L": "E", "U": "S"},
+    "BIO": {"B": "B", "I": "I", "L": "I", "U": "B"},
+    "IOB2": {"B": "B", "I": "I", "L": "I", "U": "B"},
+}
+ENTITY_SCHEMES = tuple(RENAME)
 
 SCHEMES = ("none", "BIO", "IOB2", "BILUO", "IOBES")
 # scheme -> (begin, inside, last, unit) prefixes; None where the scheme has none

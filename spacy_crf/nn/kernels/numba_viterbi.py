@@ -32,9 +32,9 @@ import numba
 import numpy
 import torch
 
-from .crf import CRFScores, _compute_dtype, check_scores
-from .factored import check_classes, split
-from .packed import PackedScores
+from ..crf import CRFScores, _compute_dtype, check_scores
+from ..factored import check_classes, split
+from ..packed import PackedScores
 
 
 @torch.no_grad()

@@ -1,0 +1,19 @@
+"""The pipeline components: crf_tagger (tagger.py), crf_morphologizer
+(morphologizer.py) and crf_ner (ner.py) on one base (base.py, with training.py
+and saving.py); defaults.py holds their default networks, legacy.py builds
+crf_tagger's 0.x targets. No torch here."""
+from .base import CRFComponent, CRFPrediction
+from .morphologizer import CRFMorphologizer, make_crf_morphologizer
+from .ner import CRFEntityRecognizer, make_crf_ner
+from .tagger import CRFTagger, make_crf_tagger
+
+__all__ = [
+    "CRFComponent",
+    "CRFEntityRecognizer",
+    "CRFMorphologizer",
+    "CRFPrediction",
+    "CRFTagger",
+    "make_crf_morphologizer",
+    "make_crf_ner",
+    "make_crf_tagger",
+]

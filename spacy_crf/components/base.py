@@ -1,0 +1,382 @@
+"""`CRFComponent`: what crf_tagger, crf_morphologizer and crf_ner share (the
+model call, labels, prediction, the probabilities beyond the labels). Training
+is in training.py, saving and loading in saving.py; each subclass says what its
+labels mean (its target) and adds its own settings. spaCy glue only: the model
+(spacy_crf.ml) turns docs into CRF scores and decodes them."""
+from itertools import islice
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy
+from spacy import util
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Token
+from spacy.training import Example, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Model
+
+from ..batching import word_batches
+from ..errors import Errors
+from ..ml import (
+    CRFBatch,
+    DocScores,
+    check_quantize,
+    count_known_words,
+    crf_shim,
+    set_constraints,
+    set_label_classes,
+    set_label_parts,
+    set_quantize,
+    torch_network,
+    uses_label_classes,
+    uses_label_parts,
+)
+from ..targets import UPOS_TAGS, Target, allowed_transitions, label_classes, label_parts
+from ..threads import in_torch_threads
+from .saving import SavingMixin, checked_temperature
+from .training import TrainingMixin
+
+if not Token.has_extension("crf_confidence"):
+    Token.set_extension("crf_confidence", default=None)
+
+
+class CRFPrediction(NamedTuple):
+    """What `predict` returns for a batch and `set_annotations` writes.
+
+    ids (List[numpy.ndarray]): per doc, the Viterbi label id of each token.
+    confidences (Optional[List[numpy.ndarray]]): per doc, each predicted
+        label's marginal probability (with store_confidence), else None.
+    entities (Optional[List[List[Tuple[int, int, str]]]]): crf_ner with span
+        probabilities asked for: per doc, the (start, end, label) of each
+        entity of the decoded path that is kept (see its threshold).
+    entity_probs (Optional[List[numpy.ndarray]]): per doc, each kept
+        entity's exact posterior probability, in the order of `entities`.
+    candidates (Optional[List[List[Tuple[int, int, str, float]]]]): with
+        candidates_key, per doc every span whose posterior is at least
+        candidates_threshold, (start, end, label, probability).
+    """
+
+    ids: List[numpy.ndarray]
+    confidences: Optional[List[numpy.ndarray]] = None
+    entities: Optional[List[List[Tuple[int, int, str]]]] = None
+    entity_probs: Optional[List[numpy.ndarray]] = None
+    candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
+
+
+def checked_batch_words(value: Any, name: str) -> int:
+    """batch_words, or ValueError E032 unless it is a whole number >= 0 (a bool is not one)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(Errors.E032.format(name=name, value=value))
+    return value
+
+
+class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
+    """A pipeline component whose output layer is a linear-chain CRF.
+
+    Training minimises the CRF negative log-likelihood (tokens without a gold
+    label are summed over); prediction is batched Viterbi decoding. A subclass
+    sets TARGETS (its targets by name) or overrides `_target`, and may add
+    settings to cfg.
+    """
+
+    TARGETS: Dict[str, Target] = {}
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], CRFBatch],
+        name: str,
+        *,
+        target: str,
+        overwrite: bool,
+        window: int,
+        by_sentence: bool,
+        batch_words: int,
+        store_confidence: bool,
+        threads: int,
+        quantize: str,
+        scorer: Optional[Callable],
+        settings: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        """Initialize the component; `settings` are the subclass's own cfg
+        entries (see the factories for every setting)."""
+        if target not in self.TARGETS:
+            raise ValueError(Errors.E001.format(target=target, name=name, options=list(self.TARGETS)))
+        if not isinstance(by_sentence, bool):
+            raise ValueError(Errors.E031.format(name=name, value=by_sentence))
+        checked_batch_words(batch_words, name)
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+            raise ValueError(Errors.E018.format(name=name, threads=threads))
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        # the model as nlp.resume_training() found it, for `rehearse`
+        self._rehearsal_model: Optional[Model] = None
+        # runtime settings (in the pipeline's config.cfg, not in self.cfg)
+        self.threads = threads
+        self.quantize = quantize
+        cfg: Dict[str, Any] = {
+            "labels": [],
+            "target": target,
+            "overwrite": overwrite,
+            "window": window,
+            "by_sentence": by_sentence,
+            "batch_words": batch_words,
+            "store_confidence": store_confidence,
+            # learned after training, like the labels: see `temperature`
+            "temperature": 1.0,
+            **(settings or {}),
+        }
+        self.cfg = dict(sorted(cfg.items()))
+
+    @property
+    def quantize(self) -> str:
+        """"none", "int8" or "bf16": CPU prediction through an int8 (bfloat16)
+        copy of the network."""
+        return crf_shim(self.model).quantize
+
+    @quantize.setter
+    def quantize(self, mode: str) -> None:
+        check_quantize(mode, self.name)
+        set_quantize(self.model, mode)
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the labels, in the order of the CRF's columns."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the labels, for `spacy init labels`."""
+        return self.labels
+
+    @property
+    def temperature(self) -> float:
+        """The temperature tau of the CRF's probabilities, saved in cfg with
+        the component (a pipeline saved without it reads 1.0).
+
+        Every probability the component gives (marginals, store_confidence,
+        entity posteriors, candidates, n-best, uncertainty) is that of
+        P_tau(y | x), proportional to exp(Score(x, y) / tau): tau > 1 softens
+        them, tau < 1 sharpens them. The decoded labels never change.
+        `python -m spacy_crf calibrate` fits it on annotated docs.
+
+        RETURNS (float): tau > 0; 1.0, the model's own probabilities, by default.
+        """
+        return float(self.cfg.get("temperature", 1.0))
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        self.cfg["temperature"] = checked_temperature(value, self.name)
+
+    @property
+    def target(self) -> Target:
+        """What the labels mean: how they are read from and written to docs."""
+        return self.TARGETS[self.cfg["target"]]
+
+    def _constraint_scheme(self) -> str:
+        """The tag scheme whose invalid transitions get probability 0, or "none"."""
+        return "none"
+
+    def add_label(self, label: str) -> int:
+        """Add a label before the model is initialized.
+
+        label (str): the label (crf_ner: an entity type adds the scheme's tags for it).
+        RETURNS (int): 0 if the label was already present, otherwise 1.
+        """
+        if not isinstance(label, str):
+            raise ValueError(Errors.E010.format(type=type(label).__name__, label=label))
+        tags = self.target.expand_label(label)
+        for tag in tags:
+            self._check_label(tag)
+        if torch_network(self.model) is not None and not set(tags) <= set(self.labels):
+            raise ValueError(Errors.E004.format(label=label, name=self.name, n_labels=len(self.labels)))
+        return max(self._add(tag) for tag in tags)
+
+    def _check_label(self, label: str) -> None:
+        if not self.target.accepts(label):
+            raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
+
+    def _add(self, label: str) -> int:
+        if label in self.labels:
+            return 0
+        self._check_label(label)
+        self.cfg["labels"].append(label)
+        self.vocab.strings.add(label)
+        return 1
+
+    @in_torch_threads
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[Sequence[str]] = None,
+    ) -> None:
+        """Set the labels and build the model for a sample of the data.
+
+        get_examples (Callable[[], Iterable[Example]]): the training examples.
+        nlp (Optional[Language]): the pipeline; the known-word lists of its
+            other components' embeddings are counted over the examples too.
+        labels (Optional[Sequence[str]]): the labels, e.g. from `spacy init
+            labels`, in this order; by default the labels of the examples and
+            those added with `add_label`, sorted.
+        """
+        validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
+        util.check_lexeme_norms(self.vocab, self.name)
+        if labels is not None and not len(labels):
+            raise ValueError(Errors.E012.format(name=self.name))
+        if labels is None:
+            labels = sorted(set(self.labels) | self.target.labels_in(get_examples()))
+        self.cfg["labels"] = []
+        for label in labels:
+            for tag in self.target.expand_label(label):
+                self._add(tag)
+        if not self.labels:
+            raise ValueError(Errors.E005.format(name=self.name, target=self.cfg["target"], attr=self.target.writes))
+        masks = self._constraint_masks()  # E013 early
+        models = [self.model] + ([proc.model for _, proc in nlp.pipeline if hasattr(proc, "model")] if nlp else [])
+        count_known_words(models, lambda: (example.x for example in get_examples()))
+        doc_sample = [example.x for example in islice(get_examples(), 10)]
+        classes = label_classes(self.target, self.labels)
+        if classes is None and uses_label_classes(self.model):
+            raise ValueError(Errors.E023.format(name=self.name, target=self.cfg["target"]))
+        set_label_classes(self.model, classes)
+        parts = label_parts(self.target, self.labels)
+        if (parts is None or not any(parts)) and uses_label_parts(self.model):
+            raise ValueError(Errors.E029.format(name=self.name, target=self.cfg["target"]))
+        set_label_parts(self.model, parts)
+        self.model.get_ref("output_layer").set_dim("nO", len(self.labels), force=True)
+        self.model.initialize(X=doc_sample)
+        set_constraints(self.model, masks)
+
+    def _constraint_masks(self) -> Optional[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]]:
+        """The scheme's allowed transitions, starts and ends; None for "none"."""
+        scheme = self._constraint_scheme()
+        if scheme == "none" or not self.labels:
+            return None
+        return allowed_transitions(self.labels, scheme)
+
+    # Prediction: predict() returns everything set_annotations() writes.
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128, batch_words: Optional[int] = None) -> Iterator[Doc]:
+        """Tag a stream of docs, batch by batch, as spaCy's components do,
+        except that a batch of `batch_size` docs grows by whole docs until it
+        holds at least `batch_words` tokens (see `word_batches`). Where a
+        grown batch fails, its docs are tried again `batch_size` at a time,
+        so that the error handler is given only the docs of the failing part.
+
+        stream (Iterable[Doc]): the docs.
+        batch_size (int): the least number of docs in a batch.
+        batch_words (Optional[int]): the least number of tokens in a batch;
+            None: the component's `batch_words` setting.
+        YIELDS (Doc): the docs, tagged, in order.
+        """
+        if batch_words is None:
+            batch_words = self.cfg["batch_words"]
+        error_handler = self.get_error_handler()
+        for docs in word_batches(stream, batch_size, checked_batch_words(batch_words, self.name)):
+            if len(docs) <= batch_size:
+                yield from self._tagged(docs, error_handler)
+                continue
+            try:
+                self.set_annotations(docs, self.predict(docs))
+            except Exception:  # a grown batch: again in spaCy's batches
+                for start in range(0, len(docs), batch_size):
+                    yield from self._tagged(docs[start : start + batch_size], error_handler)
+                continue
+            yield from docs
+
+    def _tagged(self, docs: List[Doc], error_handler: Callable) -> List[Doc]:
+        """The docs tagged, or none of them after the error handler had them."""
+        try:
+            self.set_annotations(docs, self.predict(docs))
+        except Exception as e:
+            error_handler(self.name, self, docs, e)
+            return []
+        return docs
+
+    @in_torch_threads
+    def predict(self, docs: Iterable[Doc]) -> CRFPrediction:
+        """Viterbi-decode a batch of docs, without modifying them.
+
+        Docs longer than the `window` setting are read window by window (so
+        memory stays bounded); the others are decoded together in one batch.
+
+        docs (Iterable[Doc]): the docs.
+        RETURNS (CRFPrediction): label ids per doc, and with store_confidence
+            their marginal probabilities.
+        """
+        return self._decode(self._scores(docs))
+
+    def _decode(self, scores: DocScores) -> CRFPrediction:
+        """The prediction of the docs' scores."""
+        if self.cfg.get("store_confidence"):
+            return CRFPrediction(*scores.decode_with_confidence())
+        return CRFPrediction(scores.decode())
+
+    def set_annotations(self, docs: Iterable[Doc], prediction: Union[CRFPrediction, List[numpy.ndarray]]) -> None:
+        """Write the predicted labels (and confidences) to the docs.
+
+        docs (Iterable[Doc]): the docs.
+        prediction (CRFPrediction): from `predict`; a plain list of label id
+            arrays is accepted too.
+        """
+        docs = [docs] if isinstance(docs, Doc) else list(docs)
+        if not isinstance(prediction, CRFPrediction):
+            prediction = CRFPrediction(list(prediction))
+        self.target.write(self.vocab, docs, self.labels, prediction.ids, overwrite=self.cfg["overwrite"])
+        if prediction.confidences is not None:
+            for doc, confidences in zip(docs, prediction.confidences):
+                for token, confidence in zip(doc, confidences.tolist()):
+                    token._.crf_confidence = confidence
+
+    @in_torch_threads
+    def marginals(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
+        """Exact marginal probability of every label at every token
+        (forward-backward over the CRF), batched like `predict`.
+
+        docs (Iterable[Doc]): the docs.
+        RETURNS (List[numpy.ndarray]): one (n_tokens, n_labels) float array per
+            doc, columns in `labels` order, rows summing to 1.
+        """
+        return self._scores(docs).marginals()
+
+    @in_torch_threads
+    def nbest(self, docs: Iterable[Doc], k: int) -> List[List[Tuple[List[str], float]]]:
+        """The k most probable tag sequences of each doc (exact k-best Viterbi).
+
+        docs (Iterable[Doc]): the docs.
+        k (int): sequences per doc.
+        RETURNS (List[List[Tuple[List[str], float]]]): per doc, up to k
+            (tags, log probability) pairs in descending order; one tag per token.
+        """
+        per_doc = self._scores(docs).nbest(k)
+        return [[([self.labels[i] for i in ids], score) for ids, score in ranked] for ranked in per_doc]
+
+    @in_torch_threads
+    def uncertainty(self, docs: Iterable[Doc]) -> List[Tuple[float, numpy.ndarray]]:
+        """How unsure the model is about each doc, for active learning
+        (exact, batched like `predict`).
+
+        docs (Iterable[Doc]): the docs.
+        RETURNS (List[Tuple[float, numpy.ndarray]]): per doc, the probability
+            of its best (Viterbi) tag path, and the entropy (nats) of each
+            token's marginal distribution over the labels.
+        """
+        return [(float(numpy.exp(log_prob)), entropy) for log_prob, entropy in self._scores(docs).uncertainty()]
+
+    def _scores(self, docs: Iterable[Doc], temperature: Optional[float] = None) -> DocScores:
+        """The model's scores for the docs, cut as prediction cuts them (long
+        docs window by window, by sentence where set), at the component's
+        temperature or the one given (1.0: the model's own, for calibration)."""
+        if torch_network(self.model) is None:
+            raise ValueError(Errors.E009.format(name=self.name))
+        return DocScores(
+            self.model,
+            list(docs),
+            window=self.cfg.get("window") or 0,
+            temperature=self.temperature if temperature is None else temperature,
+            by_sentence=bool(self.cfg.get("by_sentence", False)),
+        )

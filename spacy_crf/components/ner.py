@@ -1,0 +1,256 @@
+"""The `crf_ner` component: CRF-decoded doc.ents through the tags of a scheme,
+with exact entity probabilities, a probability threshold and candidate spans."""
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy
+from spacy.language import Language
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.vocab import Vocab
+from thinc.api import Model
+
+from ..errors import Errors
+from ..ml import CRFBatch, DocScores
+from ..scorers import ner_score
+from ..targets import ENTITY_SCHEMES, EntityTarget
+from .training import RejectedSpans
+from .base import CRFComponent, CRFPrediction
+from .defaults import default_model
+
+if not Span.has_extension("crf_prob"):
+    Span.set_extension("crf_prob", default=None)
+
+DEFAULT_NER_MODEL = default_model(transitions="full", emissions="full", nC=8, word_dropout=0.05)
+
+
+@Language.factory(
+    "crf_ner",
+    assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
+    default_config={
+        "model": DEFAULT_NER_MODEL,
+        "scheme": "BILUO",
+        "incorrect_spans_key": None,
+        "store_entity_probs": False,
+        "threshold": 0.0,
+        "candidates_key": None,
+        "candidates_threshold": 0.5,
+        "overwrite": False,
+        "window": 8192,
+        "by_sentence": False,
+        "batch_words": 32768,
+        "store_confidence": False,
+        "threads": 0,
+        "quantize": "none",
+        "scorer": {"@scorers": "spacy_crf.ner_scorer.v1"},
+    },
+    default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
+)
+def make_crf_ner(
+    nlp: Language,
+    name: str,
+    model: Model[List[Doc], CRFBatch],
+    scheme: str,
+    incorrect_spans_key: Optional[str],
+    store_entity_probs: bool,
+    threshold: float,
+    candidates_key: Optional[str],
+    candidates_threshold: float,
+    overwrite: bool,
+    window: int,
+    by_sentence: bool,
+    batch_words: int,
+    store_confidence: bool,
+    threads: int,
+    quantize: str,
+    scorer: Optional[Callable],
+) -> "CRFEntityRecognizer":
+    """Create a CRFEntityRecognizer: a BiLSTM-CRF that writes doc.ents.
+
+    Args:
+        model: The network, e.g. `spacy_crf.BiLSTMCRF.v4`: docs in, CRF scores out.
+        scheme: The tag scheme of the entities: "BILUO", "IOBES", "BIO" or "IOB2". Its invalid
+            transitions get probability exactly 0, so every decoded path makes valid spans.
+        incorrect_spans_key: In training, the spans in the reference doc's doc.spans[key] are known
+            not to be entities of their label (an annotator's rejections, as for spaCy's ner): the paths
+            that contain one are left out of the gold sum. None: no such spans.
+        store_entity_probs: Write each entity's exact posterior probability (the sum over every tag
+            path that makes exactly that span) to span._.crf_prob of doc.ents.
+        threshold: Write only the decoded entities whose posterior is at least this (0: all of them).
+        candidates_key: Store every span whose posterior is at least candidates_threshold, decoded or
+            not, as a SpanGroup in doc.spans[key] with attrs["scores"]. None: no candidates.
+        candidates_threshold: The least posterior of a candidate span.
+        overwrite: Replace the entities a doc already has (else only non-overlapping ones are added).
+        window: Docs longer than this many tokens are tagged window by window, to bound memory; 0 never splits.
+        by_sentence: The BiLSTM and the CRF read each sentence of a doc on its own; the tok2vec still
+            reads the whole doc.
+        batch_words: `pipe` grows each batch of `batch_size` docs by whole docs until it holds at least
+            this many tokens; 0 keeps spaCy's batches.
+        store_confidence: Write the marginal probability of each token's predicted tag to
+            token._.crf_confidence.
+        threads: CPU threads of the component's torch work; 0 (auto) is one thread unless the process
+            chose a count.
+        quantize: "none", "int8" or "bf16": CPU prediction through a quantized copy of the network.
+        scorer: The scorer, `spacy_crf.ner_scorer.v1`: ents_p, ents_r, ents_f and ents_per_type (and
+            ents_prob_ece/_brier with store_entity_probs).
+    """
+    return CRFEntityRecognizer(
+        nlp.vocab, model, name, scheme=scheme, incorrect_spans_key=incorrect_spans_key,
+        store_entity_probs=store_entity_probs, threshold=threshold, candidates_key=candidates_key,
+        candidates_threshold=candidates_threshold, overwrite=overwrite, window=window, by_sentence=by_sentence,
+        batch_words=batch_words, store_confidence=store_confidence, threads=threads, quantize=quantize,
+        scorer=scorer,
+    )
+
+
+class CRFEntityRecognizer(CRFComponent):
+    """A named entity recognizer whose output layer is a linear-chain CRF over
+    the tags of a scheme: valid spans only, exact span probabilities."""
+
+    TARGETS = {"ents": EntityTarget("BILUO")}
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], CRFBatch],
+        name: str = "crf_ner",
+        *,
+        scheme: str = "BILUO",
+        incorrect_spans_key: Optional[str] = None,
+        store_entity_probs: bool = False,
+        threshold: float = 0.0,
+        candidates_key: Optional[str] = None,
+        candidates_threshold: float = 0.5,
+        overwrite: bool = False,
+        window: int = 8192,
+        by_sentence: bool = False,
+        batch_words: int = 32768,
+        store_confidence: bool = False,
+        threads: int = 0,
+        quantize: str = "none",
+        scorer: Optional[Callable] = ner_score,
+    ) -> None:
+        """Initialize a CRF entity recognizer (see `make_crf_ner` for the settings)."""
+        if scheme not in ENTITY_SCHEMES:
+            raise ValueError(Errors.E015.format(name=name, scheme=scheme, options=list(ENTITY_SCHEMES)))
+        for setting, value, low in (("threshold", threshold, "0 <="), ("candidates_threshold", candidates_threshold, "0 <")):
+            if not (0.0 <= value <= 1.0) or (low == "0 <" and value == 0.0):
+                raise ValueError(Errors.E021.format(name=name, setting=setting, value=value, low=low))
+        self._targets = {scheme: EntityTarget(scheme) for scheme in ENTITY_SCHEMES}
+        settings = {
+            "scheme": scheme,
+            "incorrect_spans_key": incorrect_spans_key,
+            "store_entity_probs": store_entity_probs,
+            "threshold": threshold,
+            "candidates_key": candidates_key,
+            "candidates_threshold": candidates_threshold,
+        }
+        super().__init__(
+            vocab, model, name, target="ents", overwrite=overwrite, window=window, by_sentence=by_sentence,
+            batch_words=batch_words, store_confidence=store_confidence, threads=threads, quantize=quantize,
+            scorer=scorer, settings=settings,
+        )
+
+    @property
+    def target(self) -> EntityTarget:
+        return self._targets[self.cfg["scheme"]]
+
+    def _constraint_scheme(self) -> str:
+        return self.cfg["scheme"]
+
+    @property
+    def _asks_spans(self) -> bool:
+        """Whether prediction computes entity span posteriors."""
+        cfg = self.cfg
+        return bool(cfg.get("store_entity_probs") or cfg.get("threshold") or cfg.get("candidates_key") is not None)
+
+    def _decode(self, scores: DocScores) -> CRFPrediction:
+        """Viterbi ids with the decoded entities' posteriors and the
+        candidate spans where asked, from one model pass; entities below
+        the threshold become "O"."""
+        if not self._asks_spans:
+            return super()._decode(scores)
+        labels, target = self.labels, self.target
+        types, patterns = target.span_patterns(labels)
+        type_ids = {kind: i for i, kind in enumerate(types)}
+
+        def path_spans(path: numpy.ndarray) -> List[Tuple[int, int, int]]:
+            offsets = target.offsets([labels[i] for i in path.tolist()])
+            return [(start, end, type_ids[kind]) for start, end, kind in offsets]
+
+        key = self.cfg.get("candidates_key")
+        ids, confidences, spans, probs = scores.decode_with_spans(
+            patterns, path_spans, confidence=bool(self.cfg.get("store_confidence")),
+            threshold=self.cfg["candidates_threshold"] if key is not None else None,
+        )
+        least = self.cfg.get("threshold") or 0.0
+        outside = labels.index("O")
+        entities, entity_probs, dropped = [], [], []
+        for i, (doc_spans, doc_probs) in enumerate(zip(spans, probs)):
+            keep = [p >= least for p in doc_probs.given.tolist()]
+            if not all(keep):
+                ids[i] = ids[i].copy()
+                for (start, end, _), kept in zip(doc_spans, keep):
+                    if not kept:
+                        ids[i][start:end] = outside
+                        dropped.append((i, start, end))
+            entities.append([(start, end, types[kind]) for (start, end, kind), kept in zip(doc_spans, keep) if kept])
+            entity_probs.append(doc_probs.given[numpy.asarray(keep, dtype=bool)])
+        if dropped and confidences is not None:  # the confidence of "O" where an entity was dropped
+            marginals = scores.marginals()
+            for i, start, end in dropped:
+                confidences[i][start:end] = marginals[i][start:end, outside]
+        candidates = None
+        if key is not None:
+            candidates = [[(start, end, types[kind], p) for start, end, kind, p in doc.found] for doc in probs]
+        return CRFPrediction(ids, confidences, entities, entity_probs, candidates)
+
+    def set_annotations(self, docs: Iterable[Doc], prediction: Union[CRFPrediction, List[numpy.ndarray]]) -> None:
+        """Write the predicted entities (with their probabilities and the
+        candidate spans where asked) to the docs.
+
+        docs (Iterable[Doc]): the docs.
+        prediction (CRFPrediction): from `predict`; a plain list of label id
+            arrays is accepted too.
+        """
+        docs = [docs] if isinstance(docs, Doc) else list(docs)
+        if not isinstance(prediction, CRFPrediction):
+            prediction = CRFPrediction(list(prediction))
+        super().set_annotations(docs, prediction)
+        if prediction.entity_probs is not None and self.cfg.get("store_entity_probs"):
+            for doc, entities, probs in zip(docs, prediction.entities, prediction.entity_probs):
+                by_span = dict(zip(entities, probs.tolist()))
+                for ent in doc.ents:
+                    prob = by_span.get((ent.start, ent.end, ent.label_))
+                    if prob is not None:
+                        ent._.crf_prob = prob
+        key = self.cfg.get("candidates_key")
+        if prediction.candidates is not None and key is not None:
+            for doc, candidates in zip(docs, prediction.candidates):
+                spans = [Span(doc, start, end, label=label) for start, end, label, _ in candidates]
+                doc.spans[key] = SpanGroup(doc, name=key, spans=spans)
+                doc.spans[key].attrs["scores"] = numpy.asarray([p for *_, p in candidates], dtype="float32")
+
+    def _rejected_spans(self, examples: Sequence[Any]) -> RejectedSpans:
+        """Per example, the reference's rejected spans (doc.spans[incorrect_spans_key])
+        aligned to the predicted tokens, as (start, end, type index); and the
+        entity patterns. A rejected span that is also a gold entity (a
+        contradiction: the gold wins), that does not align, or whose label is
+        not an entity type of the component is left out. (None, None) without
+        the setting."""
+        key = self.cfg.get("incorrect_spans_key")
+        if key is None:
+            return None, None
+        types, patterns = self.target.span_patterns(self.labels)
+        index = {kind: i for i, kind in enumerate(types)}
+        rejected = []
+        for eg in examples:
+            group = eg.reference.spans.get(key, [])
+            if not len(group):
+                rejected.append([])
+                continue
+            spans = eg.get_aligned_spans_y2x(group, allow_overlap=True)
+            gold = {(e.start, e.end, e.label_) for e in eg.get_aligned_spans_y2x(eg.reference.ents)}
+            rejected.append([
+                (span.start, span.end, index[span.label_]) for span in spans
+                if span.label_ in index and (span.start, span.end, span.label_) not in gold
+            ])
+        return rejected, patterns

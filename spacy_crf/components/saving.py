@@ -1,0 +1,221 @@
+"""Saving and loading of the CRF components: the cfg carries a checksum of
+itself and the weights, the component's files are written atomically, and
+loading is checked first and leaves the component unchanged on failure."""
+import copy
+import math
+from pathlib import Path
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
+
+import numpy
+import srsly
+from spacy import util
+
+from ..errors import DamagedModelError, Errors, UnsafeModelError
+from ..files import checksum, write_atomic
+from ..ml import first_non_finite_weight, set_constraints
+
+# The settings that say how a component runs, not what it learned: loading
+# keeps the values the component was built with (the pipeline's config,
+# overrides included) over those saved in its cfg. With the names of 0.x.
+RUN_SETTINGS = (
+    "overwrite",
+    "window",
+    "by_sentence",
+    "batch_words",
+    "store_confidence",
+    "store_entity_probs",
+    "threshold",
+    "ents_threshold",
+    "candidates_key",
+    "candidates_threshold",
+    "incorrect_spans_key",
+    "constraints",
+    "scheme",
+)
+# The cfg entry that holds the checksum of the saved cfg and weights.
+CHECKSUM = "checksum"
+
+
+def checked_temperature(value: Any, name: str) -> float:
+    """The temperature as a float, or ValueError E024 unless it is a finite
+    real number > 0 (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, numpy.integer, numpy.floating)):
+        raise ValueError(Errors.E024.format(name=name, value=value))
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(Errors.E024.format(name=name, value=value))
+    return float(value)
+
+
+class SavingMixin:
+    """The serialization methods of CRFComponent."""
+
+    # Serialization: the cfg carries a checksum of itself and the weights;
+    # the component's files are written atomically; loading is checked first
+    # and leaves the component unchanged on failure.
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """Serialize the component to a bytestring.
+
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        RETURNS (bytes): the serialized component.
+        """
+        self._validate_serialization_attrs()
+        cfg, model_bytes = self._saved()
+        serialize = {
+            "cfg": lambda: srsly.json_dumps(cfg),
+            "vocab": lambda: self.vocab.to_bytes(exclude=exclude),
+            "model": lambda: model_bytes,
+        }
+        return util.to_bytes(serialize, exclude)
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the component to a directory: its cfg and model files are
+        each written atomically (a kill leaves the old file or the new one).
+
+        path (Union[str, Path]): the directory, created if missing.
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        """
+        self._validate_serialization_attrs()
+        path = util.ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        cfg, model_bytes = self._saved()
+        if "vocab" not in exclude:
+            self.vocab.to_disk(path / "vocab", exclude=exclude)
+        if "model" not in exclude:
+            write_atomic(path / "model", model_bytes)
+        if "cfg" not in exclude:
+            write_atomic(path / "cfg", srsly.json_dumps(cfg, indent=2))
+
+    def _saved(self) -> Tuple[Dict[str, Any], bytes]:
+        """The cfg as it is saved, with the checksum of itself and the weights, and the weights."""
+        model_bytes = self.model.to_bytes()
+        cfg = srsly.json_loads(srsly.json_dumps(self.cfg))  # as loading reads it back
+        cfg[CHECKSUM] = checksum(cfg, model_bytes)
+        return cfg, model_bytes
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "SavingMixin":
+        """Load the component from a bytestring; on failure it is left unchanged.
+
+        bytes_data (bytes): the data, from `to_bytes`.
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        RETURNS (CRFComponent): the component.
+        """
+        self._validate_serialization_attrs()
+        loaded: Dict[str, Any] = {}
+        readers = {key: (lambda b, key=key: loaded.__setitem__(key, b)) for key in ("cfg", "vocab", "model")}
+        try:
+            util.from_bytes(bytes_data, readers, exclude)
+            cfg = srsly.json_loads(loaded["cfg"]) if "cfg" in loaded else None
+        except Exception as e:
+            raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
+        self._load(cfg, loaded.get("model"))
+        if "vocab" in loaded:
+            self.vocab.from_bytes(loaded["vocab"], exclude=exclude)
+        return self
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "SavingMixin":
+        """Load the component from a directory; on failure it is left unchanged.
+
+        path (Union[str, Path]): the directory, from `to_disk`.
+        exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
+        RETURNS (CRFComponent): the component.
+        """
+        self._validate_serialization_attrs()
+        path = util.ensure_path(path)
+        try:
+            cfg = None if "cfg" in exclude else srsly.read_json(path / "cfg")
+            model_bytes = None if "model" in exclude else (path / "model").read_bytes()
+        except Exception as e:
+            raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
+        self._load(cfg, model_bytes)
+        if "vocab" not in exclude:
+            self.vocab.from_disk(path / "vocab", exclude=exclude)
+        return self
+
+    def _load(self, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes]) -> None:
+        """Check the files, apply cfg and load the weights, or change nothing
+        and raise: E007 (unreadable, or not the checksum saved with them),
+        E035 (an invalid cfg), E033 (non-finite weights), E008 (weights that
+        do not fit the config), E017 (weights that would run code)."""
+        if cfg is not None:
+            if not isinstance(cfg, dict):
+                raise DamagedModelError(Errors.E035.format(name=self.name, reason="it is not a JSON object"))
+            cfg = dict(cfg)
+            saved_checksum = cfg.pop(CHECKSUM, None)
+            if saved_checksum is not None and model_bytes is not None:
+                found = checksum(cfg, model_bytes)
+                if found != saved_checksum:
+                    reason = (
+                        f"its cfg and weights have the checksum {found}, not the {saved_checksum} saved "
+                        "with them (a damaged or edited file; after editing the cfg on purpose, delete "
+                        f"its \"{CHECKSUM}\" entry)"
+                    )
+                    raise DamagedModelError(Errors.E007.format(name=self.name, reason=reason))
+            problem = self._cfg_problem(cfg)
+            if problem is not None:
+                raise DamagedModelError(Errors.E035.format(name=self.name, reason=problem))
+        msg = None
+        if model_bytes is not None:
+            try:
+                msg = srsly.msgpack_loads(model_bytes)
+                if not isinstance(msg, dict) or "nodes" not in msg:
+                    raise ValueError("no Thinc model in the data")
+            except Exception as e:
+                raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
+        backup_cfg, backup_model = copy.deepcopy(self.cfg), self.model.to_bytes()
+        try:
+            if cfg is not None:
+                # saved before spacy-crf had temperatures: the model's own probabilities
+                learned = {key: value for key, value in cfg.items() if key not in RUN_SETTINGS}
+                self.cfg.update({"temperature": 1.0, **learned})
+                self.cfg.pop("input_width", None)  # saved by spacy-crf 0.1.0
+            if msg is not None:
+                self._forget_output_sizes()
+                if not self.model.can_from_dict(msg, strict=False):
+                    raise ValueError("the layer sizes in the file differ from the config's")
+                self.model.from_dict(msg)
+                n_out = self.model.get_ref("output_layer").maybe_get_dim("nO")
+                if n_out is not None and n_out != len(self.labels):
+                    raise ValueError(f"the file's network has {n_out} labels, the component {len(self.labels)}")
+                where = first_non_finite_weight(self.model)
+                if where is not None:
+                    raise DamagedModelError(Errors.E033.format(name=self.name, where=where))
+            set_constraints(self.model, self._constraint_masks())
+        except Exception as e:
+            self.cfg = backup_cfg
+            self._forget_output_sizes()
+            self.model.from_bytes(backup_model)
+            set_constraints(self.model, self._constraint_masks())
+            if isinstance(e, (UnsafeModelError, DamagedModelError)):
+                raise
+            raise ValueError(Errors.E008.format(name=self.name, detail=str(e))) from e
+
+    def _cfg_problem(self, cfg: Dict[str, Any]) -> Optional[str]:
+        """What is wrong with a saved cfg (without its checksum), or None:
+        its target, labels (unique strings the target can write) and
+        temperature are checked."""
+        target = cfg.get("target", self.cfg["target"])
+        if target not in self.TARGETS:
+            return f"unknown target {target!r}; expected one of {list(self.TARGETS)}"
+        labels = cfg.get("labels", [])
+        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+            return f"its labels must be a list of strings, not {labels!r:.80}"
+        if len(set(labels)) != len(labels):
+            repeated = next(label for label in labels if labels.count(label) > 1)
+            return f"the label {repeated!r} is listed more than once"
+        unwritable = [label for label in labels if not self.TARGETS[target].accepts(label)]
+        if unwritable:
+            return f"target {target!r} cannot write the label {unwritable[0]!r}"
+        try:
+            checked_temperature(cfg.get("temperature", 1.0), self.name)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    def _forget_output_sizes(self) -> None:
+        """Unset the label count and input width of the output layer (and the
+        model's output width): loading rebuilds the network to the file's sizes."""
+        output_layer = self.model.get_ref("output_layer")
+        for node, dim in ((output_layer, "nI"), (output_layer, "nO"), (self.model, "nO")):
+            if node.has_dim(dim) is not False:
+                node.set_dim(dim, None, force=True)

@@ -1,0 +1,152 @@
+"""Training of the CRF components: `update` (one CRF NLL step on gold
+labels), `rehearse` (one step towards what the component decoded before
+fine-tuning) and `get_loss`."""
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from thinc.api import Optimizer, set_dropout_rate
+
+from ..errors import Errors
+from ..ml import CRFBatch, crf_batch_loss
+from ..targets import gold_ids
+from ..threads import in_torch_threads
+
+# per example, the rejected spans (start, end, type index); and the span patterns
+RejectedSpans = Tuple[Optional[List[List[Tuple[int, int, int]]]], Optional[List[Tuple[int, int, int, int, int]]]]
+
+
+class TrainingMixin:
+    """The training methods of CRFComponent."""
+
+    @in_torch_threads
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Update the model's weights with the optimizer (after `update`
+        with sgd=None, as spacy train does), on the component's threads.
+
+        sgd (Optimizer): the optimizer.
+        """
+        TrainablePipe.finish_update(self, sgd)  # type: ignore[arg-type]
+
+    @in_torch_threads
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Learn from a batch of examples: one CRF NLL gradient step.
+
+        examples (Iterable[Example]): the batch.
+        drop (float): the dropout rate of the Thinc layers.
+        sgd (Optional[Optimizer]): the optimizer; None accumulates gradients.
+        losses (Optional[Dict[str, float]]): the running losses, by component.
+        RETURNS (Dict[str, float]): the updated losses.
+        """
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, f"{type(self).__name__}.update")
+        if not any(len(eg.predicted) for eg in examples):
+            return losses
+        docs = [eg.predicted for eg in examples]
+        return self._step(docs, lambda batch: self.get_loss(examples, batch), drop, sgd, losses)
+
+    @in_torch_threads
+    def rehearse(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Keep what the component knew while it is fine-tuned: one CRF NLL
+        step towards the labels that the rehearsal model (the component as
+        `nlp.resume_training()` found it) decodes for the examples' docs; the
+        examples' annotations are not read (as spaCy's Tagger rehearses
+        towards its earlier scores).
+
+        examples (Iterable[Example]): the batch (raw text is enough).
+        drop (float): the dropout rate of the Thinc layers.
+        sgd (Optional[Optimizer]): the optimizer; None accumulates gradients.
+        losses (Optional[Dict[str, float]]): the running losses, by component.
+        RETURNS (Dict[str, float]): the updated losses.
+        """
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, f"{type(self).__name__}.rehearse")
+        if self._rehearsal_model is None:
+            raise ValueError(Errors.E036.format(name=self.name))
+        docs = [eg.predicted for eg in examples]
+        if not any(len(doc) for doc in docs):
+            return losses
+        taught = self._rehearsal_model.predict(docs).decode()
+        none_excluded = [numpy.full(len(ids), -1, dtype="int64") for ids in taught]
+
+        def loss_of(batch: CRFBatch) -> Tuple[float, CRFBatch]:
+            loss, d_batch = crf_batch_loss(batch, taught, none_excluded)
+            if not numpy.isfinite(loss):
+                raise ValueError(Errors.E006.format(what="The rehearsal loss", name=self.name))
+            return loss, d_batch
+
+        return self._step(docs, loss_of, drop, sgd, losses)
+
+    def _step(
+        self,
+        docs: List[Doc],
+        loss_of: Callable[[CRFBatch], Tuple[float, CRFBatch]],
+        drop: float,
+        sgd: Optional[Optimizer],
+        losses: Dict[str, float],
+    ) -> Dict[str, float]:
+        """One gradient step of the loss that `loss_of` gives for the docs' scores."""
+        set_dropout_rate(self.model, drop)
+        batch, backprop = self.model.begin_update(docs)
+        loss, d_batch = loss_of(batch)
+        backprop(d_batch)
+        if sgd not in (None, False):
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    @in_torch_threads
+    def get_loss(self, examples: Iterable[Example], scores: CRFBatch) -> Tuple[float, CRFBatch]:
+        """The CRF negative log-likelihood of the gold labels and its gradient.
+
+        Tokens without a gold label (missing or misaligned) allow every label;
+        a negative label "!TAG" rules TAG out; crf_ner with incorrect_spans_key
+        rules the reference's rejected spans out as entities of their label;
+        a doc with none of these adds 0.
+
+        examples (Iterable[Example]): the batch.
+        scores (CRFBatch): the model's output for the batch.
+        RETURNS (Tuple[float, CRFBatch]): the summed loss and its gradient.
+        """
+        examples = list(examples)
+        validate_examples(examples, f"{type(self).__name__}.get_loss")
+        gold, excluded = [], []
+        for eg in examples:
+            ids, excluded_ids, unknown = gold_ids(self.target.gold_values(eg), self.labels)
+            if unknown:
+                raise ValueError(Errors.E003.format(name=self.name, label=unknown[0], n_labels=len(self.labels)))
+            gold.append(ids)
+            excluded.append(excluded_ids)
+        rejected, patterns = self._rejected_spans(examples)
+        loss, d_scores = crf_batch_loss(scores, gold, excluded, rejected, patterns)
+        if not numpy.isfinite(loss):
+            what = "The loss" if scores.is_finite() else "The model's scores (emissions or transitions)"
+            raise ValueError(Errors.E006.format(what=what, name=self.name))
+        return loss, d_scores
+
+    def _rejected_spans(self, examples: Sequence[Example]) -> RejectedSpans:
+        """Per example, the spans known not to be entities, and the span
+        patterns; (None, None): none (crf_ner overrides this)."""
+        return None, None

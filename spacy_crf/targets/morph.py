@@ -1,0 +1,303 @@
+"""Targets of morphology: "morph" (token.morph, UD features), "pos+morph"
+(token.pos_ and token.morph, one label per bundle, labelled as spaCy's
+morphologizer labels them) and "tag+pos+morph" (token.tag_ as well: UDPipe's
+AllTags). See tokens.py for what a target is. Pure Python and numpy, no torch.
+"""
+import functools
+from typing import Iterable, List, Sequence, Set, Tuple
+
+import numpy
+from spacy.attrs import MORPH, POS
+from spacy.morphology import Morphology
+from spacy.parts_of_speech import IDS as UPOS_IDS
+from spacy.strings import StringStore
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from ..errors import Errors
+from .tokens import TAG_TARGET, UPOS_TAGS, write_token_attr
+
+
+class MorphTarget:
+    """UD morphological features in token.morph: one label per analysis seen
+    in training, in spaCy's canonical FEATS format (fields and values sorted,
+    as token.morph keys them): "Case=Nom|Number=Plur", and "_" for a token
+    annotated with no features.
+
+    A token whose morph is unset (never annotated) or misaligned is unknown,
+    never "no features"; a negative label "!Case=Nom" rules that analysis out.
+    """
+
+    name = "morph"
+    writes = "token.morph"
+
+    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+        """The analyses of the gold tokens (negative labels name one too)."""
+        found = {morph.lstrip("!") for eg in examples for morph in doc_morphs(eg.y)}
+        return {normalize_morph(morph) for morph in found if morph}
+
+    def expand_label(self, label: str) -> List[str]:
+        """The canonical form of a FEATS string ("Number=Plur|Case=Nom" adds
+        "Case=Nom|Number=Plur"), as spaCy's morphologizer normalizes labels."""
+        try:
+            return [normalize_morph(label)]
+        except ValueError:
+            raise ValueError(Errors.E019.format(
+                label=label, target=self.name, expected="a FEATS string such as "
+                "'Case=Nom|Number=Plur' ('_' for no features)",
+            )) from None
+
+    def accepts(self, label: str) -> bool:
+        return True
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: its features ("_": none)."""
+        return [] if label == Morphology.EMPTY_MORPH else label.split(Morphology.FEATURE_SEP)
+
+    def gold_values(self, example: Example) -> List[str]:
+        """One gold value per predicted token: the analysis, "" where unset or
+        misaligned, "!" and the analysis for a negative label."""
+        values = []
+        for morph in example.get_aligned("MORPH", as_string=True):
+            if not morph:
+                values.append("")
+            elif morph.startswith("!"):
+                values.append("!" + normalize_morph(morph[1:]))
+            else:
+                values.append(normalize_morph(morph))
+        return values
+
+    def predicted_values(self, doc: Doc) -> List[str]:
+        """The analysis of each token ("_" for no features), "" where unset."""
+        return [normalize_morph(morph) if morph else "" for morph in doc_morphs(doc)]
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+    ) -> None:
+        keys = [vocab.morphology.add(label) for label in labels]
+        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+
+class PosMorphTarget:
+    """UPOS and morphological features together, as spaCy's morphologizer
+    predicts them: one label per bundle seen in training, written to
+    token.pos_ and token.morph. Labels are the morphologizer's: the features
+    and a "POS" feature, sorted as spaCy normalizes them
+    ("Case=Nom|Number=Plur|POS=NOUN", "POS=PUNCT" for no features).
+
+    A token whose pos or morph is unset (or misaligned, or a negative label)
+    is unknown: the loss sums over every bundle there.
+    """
+
+    name = "pos+morph"
+    writes = "token.pos_ and token.morph"
+
+    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+        found = {
+            (token.pos_, morph)
+            for eg in examples
+            for token, morph in zip(eg.y, doc_morphs(eg.y))
+        }
+        return {label for label in (self._bundle(pos, morph) for pos, morph in found) if label}
+
+    def expand_label(self, label: str) -> List[str]:
+        """The canonical form of a bundle ("POS=NOUN|Number=Plur" adds
+        "Number=Plur|POS=NOUN"), which must have a POS feature."""
+        try:
+            normalized = normalize_morph(label)
+        except ValueError:
+            normalized = ""
+        if POS_FEAT not in Morphology.feats_to_dict(normalized):
+            raise ValueError(Errors.E019.format(
+                label=label, target=self.name, expected="a UPOS tag and its "
+                "features such as 'Case=Nom|Number=Plur|POS=NOUN' ('POS=PUNCT' "
+                "for no features)",
+            ))
+        return [normalized]
+
+    def accepts(self, label: str) -> bool:
+        """A bundle whose POS is a UPOS tag."""
+        return split_bundle(label)[0] in UPOS_TAGS
+
+    def label_class(self, label: str) -> str:
+        """The class of a label for factored transitions: its UPOS."""
+        return split_bundle(label)[0]
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: "POS=NOUN" and each feature."""
+        return label.split(Morphology.FEATURE_SEP)
+
+    def gold_values(self, example: Example) -> List[str]:
+        poses = example.get_aligned("POS", as_string=True)
+        morphs = example.get_aligned("MORPH", as_string=True)
+        return [self._bundle(pos, morph) for pos, morph in zip(poses, morphs)]
+
+    def predicted_values(self, doc: Doc) -> List[str]:
+        """The bundle of each token, "" where its pos or morph is unset."""
+        return [self._bundle(token.pos_, morph) for token, morph in zip(doc, doc_morphs(doc))]
+
+    def _bundle(self, pos: str, morph: str) -> str:
+        if not pos or not morph or pos.startswith("!") or morph.startswith("!"):
+            return ""
+        return morph_bundle(pos, morph)
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+    ) -> None:
+        bundles = [split_bundle(label) for label in labels]
+        write_token_attr(docs, POS, [UPOS_IDS[pos] for pos, _ in bundles], ids, overwrite=overwrite)
+        keys = [vocab.morphology.add(morph) for _, morph in bundles]
+        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+
+class AllTagsTarget:
+    """XPOS, UPOS and features together (UDPipe's "AllTags"): one label per
+    (tag, bundle) seen in training, written to token.tag_, token.pos_ and
+    token.morph. A label is the tag, a space and the morphologizer's bundle:
+    "NNS Number=Plur|POS=NOUN" ("." "POS=PUNCT" gives ". POS=PUNCT"). UD
+    features have no spaces, so the last space splits a label even where a
+    tag has "|" (Dutch "N|soort|ev|basis|zijd|stan") or a space; a feature
+    value with a space makes no valid label (E019).
+
+    A token whose tag, pos or morph is unset (or misaligned, or a negative
+    label) is unknown: the loss sums over every label there.
+    """
+
+    name = "tag+pos+morph"
+    writes = "token.tag_, token.pos_ and token.morph"
+    SEPARATOR = " "
+
+    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+        found = {
+            (token.tag_, token.pos_, morph)
+            for eg in examples
+            for token, morph in zip(eg.y, doc_morphs(eg.y))
+        }
+        return {label for label in (self._label(*values) for values in found) if label}
+
+    def expand_label(self, label: str) -> List[str]:
+        """The canonical form of a label ("NNS POS=NOUN|Number=Plur" adds
+        "NNS Number=Plur|POS=NOUN"): a tag, a space and a bundle with a POS
+        feature."""
+        tag, sep, bundle = label.rpartition(self.SEPARATOR)
+        try:
+            normalized = normalize_morph(bundle) if self._is_tag(tag) and sep else ""
+        except ValueError:
+            normalized = ""
+        if POS_FEAT not in Morphology.feats_to_dict(normalized):
+            raise ValueError(Errors.E019.format(
+                label=label, target=self.name, expected="a tag, a space, and a "
+                "UPOS tag and its features such as 'NNS Number=Plur|POS=NOUN' "
+                "('. POS=PUNCT' for no features)",
+            ))
+        return [f"{tag}{self.SEPARATOR}{normalized}"]
+
+    @staticmethod
+    def _is_tag(tag: str) -> bool:
+        """A tag can be written: not empty, no negative "!", no space at an end."""
+        return bool(tag) and not tag.startswith("!") and tag == tag.strip()
+
+    def accepts(self, label: str) -> bool:
+        """A label whose bundle's POS is a UPOS tag."""
+        return self.split(label)[1] in UPOS_TAGS
+
+    def label_class(self, label: str) -> str:
+        """The class of a label for factored transitions: its UPOS."""
+        return self.split(label)[1]
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label for composed emissions: "TAG=NNS", "POS=NOUN"
+        and each feature."""
+        tag, _, bundle = label.rpartition(self.SEPARATOR)
+        return [f"TAG={tag}"] + bundle.split(Morphology.FEATURE_SEP)
+
+    def split(self, label: str) -> Tuple[str, str, str]:
+        """("NNS", "NOUN", "Number=Plur") of "NNS Number=Plur|POS=NOUN"."""
+        tag, _, bundle = label.rpartition(self.SEPARATOR)
+        pos, morph = split_bundle(bundle)
+        return tag, pos, morph
+
+    def gold_values(self, example: Example) -> List[str]:
+        values = zip(
+            example.get_aligned("TAG", as_string=True),
+            example.get_aligned("POS", as_string=True),
+            example.get_aligned("MORPH", as_string=True),
+        )
+        return [self._label(tag, pos, morph) for tag, pos, morph in values]
+
+    def predicted_values(self, doc: Doc) -> List[str]:
+        """The label of each token, "" where its tag, pos or morph is unset."""
+        return [self._label(token.tag_, token.pos_, morph) for token, morph in zip(doc, doc_morphs(doc))]
+
+    def _label(self, tag: str, pos: str, morph: str) -> str:
+        if not all((tag, pos, morph)) or any(v.startswith("!") for v in (tag, pos, morph)):
+            return ""
+        return f"{tag}{self.SEPARATOR}{morph_bundle(pos, morph)}"
+
+    def write(
+        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
+        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+    ) -> None:
+        halves = [label.rpartition(self.SEPARATOR) for label in labels]
+        TAG_TARGET.write(vocab, docs, [tag for tag, _, _ in halves], ids, overwrite=overwrite)
+        POS_MORPH.write(vocab, docs, [b for _, _, b in halves], ids, overwrite=overwrite)
+
+
+# spaCy's morphologizer keeps the UPOS tag in its labels as this feature
+POS_FEAT = "POS"
+
+# normalizes FEATS strings and dicts as a vocab's morphology keys them; it
+# reads its string store (spaCy's symbols) and never adds to it
+_MORPHOLOGY = Morphology(StringStore())
+
+
+@functools.lru_cache(maxsize=100_000)
+def normalize_morph(feats: str) -> str:
+    """spaCy's canonical form of a FEATS string, as token.morph keys it.
+
+    feats (str): e.g. "Number=Plur|Case=Nom"; "" or "_" for no features.
+    RETURNS (str): fields and values sorted, e.g. "Case=Nom|Number=Plur";
+        "_" for no features. Raises ValueError for a malformed string.
+    """
+    return _MORPHOLOGY.normalize_features(feats)
+
+
+@functools.lru_cache(maxsize=100_000)
+def morph_bundle(pos: str, morph: str) -> str:
+    """The morphologizer's label of a UPOS tag and its features.
+
+    pos (str): the UPOS tag, e.g. "NOUN".
+    morph (str): a FEATS string, e.g. "Number=Plur|Case=Nom" ("_": none).
+    RETURNS (str): e.g. "Case=Nom|Number=Plur|POS=NOUN".
+    """
+    feats = Morphology.feats_to_dict(morph)
+    feats[POS_FEAT] = pos
+    return _MORPHOLOGY.normalize_features(feats)
+
+
+@functools.lru_cache(maxsize=100_000)
+def split_bundle(label: str) -> Tuple[str, str]:
+    """The UPOS tag and the features of a morphologizer label.
+
+    label (str): e.g. "Case=Nom|Number=Plur|POS=NOUN".
+    RETURNS (Tuple[str, str]): e.g. ("NOUN", "Case=Nom|Number=Plur"); the
+        features are "_" for none, the tag "" if the label has none.
+    """
+    feats = Morphology.feats_to_dict(label)
+    pos = feats.pop(POS_FEAT, "")
+    return pos, _MORPHOLOGY.normalize_features(feats)
+
+
+def doc_morphs(doc: Doc) -> List[str]:
+    """Each token's morph as the strings of get_aligned("MORPH") are: "" where
+    unset, "_" where annotated with no features."""
+    return [doc.vocab.strings[key] for key in doc.to_array(MORPH).tolist()]
+
+
+MORPH_TARGET = MorphTarget()
+POS_MORPH = PosMorphTarget()
+ALL_TAGS = AllTagsTarget()
+
+# crf_morphologizer's targets, by name
+MORPH_TARGETS = {"pos+morph": POS_MORPH, "morph": MORPH_TARGET, "tag+pos+morph": ALL_TAGS}
