@@ -1,4 +1,4 @@
-"""Single-bit flips in a saved crf_tagger's model file, and how many loading refuses.
+"""Single-bit flips in a saved spacy-crf component's model file, and how many loading refuses.
 
     python -m benchmarks.bit_flips training/cpu/model-best --flips 2000 [--work /tmp/bit_flips]
 
@@ -17,13 +17,15 @@ from typing import Dict, Optional
 
 import spacy
 
+from .common import crf_component_name
+
 
 def flip_and_load(pipeline: Path, work: Path, flips: int, seed: int = 0) -> Dict:
     """RETURNS (Dict): "bytes" of the model file, "flips" tried, "refused" loads and their "codes"."""
     shutil.rmtree(work, ignore_errors=True)
     spacy.load(pipeline).to_disk(work)
     nlp = spacy.load(work)
-    name = next(name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == "crf_tagger")
+    name = crf_component_name(nlp)
     component, model_file = nlp.get_pipe(name), work / name / "model"
     data = model_file.read_bytes()
     rng = random.Random(seed)

@@ -7,11 +7,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import torch
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
+from spacy.util import load_config
 
 from spacy_crf.nn import CRFScores
 
@@ -95,6 +96,32 @@ def median_ms(fn: Callable[[], object], repeats: int, device: str = "cpu") -> fl
             fn()
             times.append((time.perf_counter() - begin) * 1000)
     return statistics.median(times)
+
+
+# the factories of spacy-crf's components
+CRF_FACTORIES = ("crf_tagger", "crf_morphologizer", "crf_ner")
+
+
+def crf_component_name(pipeline: Union[Language, str, Path]) -> str:
+    """The name of a pipeline's one spacy-crf component (crf_tagger,
+    crf_morphologizer or crf_ner): pipelines trained with the shipped configs
+    name it after its factory, those of 0.x configs "crf_tagger" whatever its
+    target.
+
+    pipeline (Union[Language, str, Path]): a loaded pipeline, or the folder of
+        a saved one (its config.cfg is read, so that settings can be given to
+        the component when it loads).
+    RETURNS (str): the component's name; SystemExit if it has none or several.
+    """
+    if isinstance(pipeline, Language):
+        factories = {name: pipeline.get_pipe_meta(name).factory for name in pipeline.pipe_names}
+    else:
+        config = load_config(Path(pipeline) / "config.cfg")
+        factories = {name: config["components"][name].get("factory") for name in config["nlp"]["pipeline"]}
+    names = [name for name, factory in factories.items() if factory in CRF_FACTORIES]
+    if len(names) != 1:
+        raise SystemExit(f"{pipeline}: expected one spacy-crf component ({', '.join(CRF_FACTORIES)}), found {names}")
+    return names[0]
 
 
 def corpus_sentences(vocab, corpus_path) -> Iterator[Doc]:

@@ -3,8 +3,8 @@
     python -m benchmarks.confidence_overhead MODEL_DIR corpus/en_ewt-ud-dev.spacy [--repeats 5]
         [--setting store_confidence|store_entity_probs] [--output OUT.json]
 
-store_confidence: each token's marginal (any target); store_entity_probs: each
-entity's exact posterior (target "ents"). overhead_percent is the extra time per
+store_confidence: each token's marginal (any spacy-crf component);
+store_entity_probs: each entity's exact posterior (crf_ner). overhead_percent is the extra time per
 word with the setting on.
 """
 import argparse
@@ -15,7 +15,7 @@ from pathlib import Path
 import spacy
 import torch
 
-from .common import unannotated_docs, words_per_second, write_json
+from .common import crf_component_name, unannotated_docs, words_per_second, write_json
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     nlp = spacy.load(args.model)
-    tagger = nlp.get_pipe("crf_tagger")
+    tagger = nlp.get_pipe(crf_component_name(nlp))
     docs = unannotated_docs(nlp, args.corpus)
     rates = {False: [], True: []}
     for _ in range(args.repeats):

@@ -1,5 +1,5 @@
 """The CPU Viterbi: torch's code against Numba's fused loops
-(spacy_crf.nn.numba_viterbi), on the CRF scores of trained pipelines.
+(spacy_crf.nn.kernels.numba_viterbi), on the CRF scores of trained pipelines.
 
     python -m benchmarks.cpu_viterbi MODEL DEV.spacy [MODEL DEV.spacy ...] \\
         [--quantize none|int8|bf16] [--repeats 7] [--threads 1] [--allocator steady] \\
@@ -28,10 +28,12 @@ import spacy
 import torch
 from thinc.api import ArgsKwargs
 
-from spacy_crf.nn import PackedScores, dispatch
+from spacy_crf.nn import PackedScores
+from spacy_crf.nn.kernels import dispatch
 
 from .common import (
     add_allocator_argument,
+    crf_component_name,
     in_turn,
     median_ms,
     token_labels,
@@ -50,7 +52,7 @@ VARIANTS = {"torch": ("torch", True), "numba, padded": ("numba", False), "numba"
 def emissions(nlp, packed: bool) -> Iterator[None]:
     """Inside the block, `predict` keeps the emissions packed (the default)
     or pads them (the network's `packed` argument dropped)."""
-    wrapper = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0]
+    wrapper = nlp.get_pipe(crf_component_name(nlp)).model.get_ref("output_layer").layers[0]
     convert = wrapper.attrs["convert_inputs"]
 
     def padded(model, X, is_train):
@@ -66,9 +68,10 @@ def emissions(nlp, packed: bool) -> Iterator[None]:
 
 
 def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
-    nlp = spacy.load(model, config={"components": {"crf_tagger": {"quantize": quantize}}})
+    name = crf_component_name(model)
+    nlp = spacy.load(model, config={"components": {name: {"quantize": quantize}}})
     docs = unannotated_docs(nlp, corpus)
-    batch = nlp.get_pipe("crf_tagger").model.predict(docs)
+    batch = nlp.get_pipe(name).model.predict(docs)
     packed = batch.raw if isinstance(batch.raw, PackedScores) else None
     scores = batch.scores  # padded
     results = {code: dispatch.viterbi_decode(scores, kernels=code) for code in CODES}

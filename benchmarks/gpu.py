@@ -70,7 +70,7 @@ def bench_shape(B: int, T: int, K: int, *, repeats: int, device: str, with_refer
     torch_nll = negative_log_likelihood(scores, allowed, kernels="torch")
     # on CPU (--interpret) the kernels run only when asked for by name
     kernels = "auto" if device == "cuda" else "triton"
-    from spacy_crf.nn.dispatch import use_kernels
+    from spacy_crf.nn.kernels.dispatch import use_kernels
 
     row: Dict[str, object] = {"shape": [B, T, K], "kernels_used": use_kernels(scores.emissions, kernels=kernels)}
     kernel_paths, _ = viterbi_decode(scores, kernels=kernels)

@@ -28,7 +28,7 @@ import torch
 from thinc.api import get_current_ops
 from threadpoolctl import threadpool_limits
 
-from spacy_crf.nn.dispatch import kernel_mode
+from spacy_crf.nn.kernels.dispatch import kernel_mode
 
 from .common import median_ms, unannotated_docs, write_json
 

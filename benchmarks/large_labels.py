@@ -14,10 +14,10 @@ Each operation runs in a fresh process (so that its peak memory is its own:
 `peak_mb` is the process's peak resident memory, or on a GPU torch's peak
 allocated device memory, less the peak before the operation), on random scores
 of `--batch` sequences of 1 to `--length` tokens (the first one `--length`),
-through spacy_crf.nn.dispatch as the pipeline calls it (`--kernels auto`): at
+through spacy_crf.nn.kernels.dispatch as the pipeline calls it (`--kernels auto`): at
 these label counts that is torch's code, except Viterbi, which Numba's fused
-loops run on the CPU (spacy_crf.nn.numba_viterbi) and the fused kernel of
-spacy_crf.nn.triton_factored runs for a factored matrix on a GPU;
+loops run on the CPU (spacy_crf.nn.kernels.numba_viterbi) and the fused kernel of
+spacy_crf.nn.kernels.triton_factored runs for a factored matrix on a GPU;
 `--kernels torch` times the torch code there too. On a GPU the times are
 medians of CUDA-event timed runs.
 """
@@ -31,7 +31,8 @@ from typing import Dict, List, Optional
 
 import torch
 
-from spacy_crf.nn import dispatch, factored
+from spacy_crf.nn import factored
+from spacy_crf.nn.kernels import dispatch
 
 from .common import make_batch, median_ms, write_json
 
@@ -120,7 +121,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="the operations to time (the table's Viterbi share needs viterbi and bilstm_forward)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the scores live")
     parser.add_argument("--kernels", default="auto", choices=["auto", "torch", "numba"],
-                        help="spacy_crf.nn.dispatch's choice (auto; numba is the same), or torch's code wherever a kernel would run")
+                        help="spacy_crf.nn.kernels.dispatch's choice (auto; numba is the same), or torch's code wherever a kernel would run")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--one", nargs=3, metavar=("OPERATION", "LABELS", "TRANSITIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -13,7 +13,7 @@ not depend on them) over the lengths of real batches:
   and 3,000 words (configs/cpu.cfg's batcher grows from 100 to 1,000 words),
   forward and backward.
 Each is timed with torch's packed LSTM (`lstm_runs = "packed"`, spacy-crf 0.3.0's
-way) and over length buckets (`"auto"`, spacy_crf.nn.bucketed_lstm) for each
+way) and over length buckets (`"auto"`, spacy_crf.nn.kernels.bucketed_lstm) for each
 pair of bucket cost-model constants ("buckets STEP/BUCKET"), in turn, medians
 of --repeats.
 
@@ -31,7 +31,8 @@ from typing import Callable, Dict, List
 import spacy
 import torch
 
-from spacy_crf.nn import BiLSTMCRF, bucketed_lstm
+from spacy_crf.nn import BiLSTMCRF
+from spacy_crf.nn.kernels import bucketed_lstm
 
 from spacy_crf.ml import crf_shim, torch_network
 

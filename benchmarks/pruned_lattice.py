@@ -1,5 +1,5 @@
 """A pruned lattice (MarMoT's coarse-to-fine decoding) against the full K x K
-Viterbi and factored transitions, on trained pos+morph pipelines.
+Viterbi and factored transitions, on trained crf_morphologizer (pos+morph) pipelines.
 
     python -m benchmarks.pruned_lattice FULL_MODEL DEV.spacy [--factored MODEL] \\
         [--keep 1 2 4 8 16 32] [--repeats 7] [--threads 1] [--allocator steady] \\
@@ -40,10 +40,19 @@ import numpy
 import spacy
 import torch
 
-from spacy_crf.nn import dispatch
+from spacy_crf.nn.kernels import dispatch
 from spacy_crf.targets import gold_ids as label_ids
 
-from .common import add_allocator_argument, bare, corpus_sentences, environment, median_ms, report, use_allocator
+from .common import (
+    add_allocator_argument,
+    bare,
+    corpus_sentences,
+    crf_component_name,
+    environment,
+    median_ms,
+    report,
+    use_allocator,
+)
 
 
 def kept_labels(emissions: numpy.ndarray, keep: int, lengths: Optional[numpy.ndarray] = None) -> numpy.ndarray:
@@ -155,7 +164,7 @@ def _pruned(em, lengths, kept, transitions, start, end, paths, best):  # pragma:
 
 def gold_ids(crf, docs: List) -> List[numpy.ndarray]:
     """Per doc, each token's gold label id (-1: unknown or unseen in training)."""
-    return [label_ids(crf._target.predicted_values(doc, crf._scheme), crf.labels)[0] for doc in docs]
+    return [label_ids(crf.target.predicted_values(doc), crf.labels)[0] for doc in docs]
 
 
 def seen_share(gold: List[numpy.ndarray]) -> float:
@@ -183,11 +192,12 @@ def score_paths(paths: numpy.ndarray, lengths: numpy.ndarray, gold: List[numpy.n
 def network_scores(model_path: str, corpus: str):
     """(nlp, the dev sentences with gold, the CRF scores of one predict over their bare copies)."""
     nlp = spacy.load(model_path)
-    crf = nlp.get_pipe("crf_tagger")
+    crf_name = crf_component_name(nlp)
+    crf = nlp.get_pipe(crf_name)
     gold_docs = list(corpus_sentences(nlp.vocab, corpus))
     docs = [bare(doc) for doc in gold_docs]
     for name, proc in nlp.pipeline:
-        if name == "crf_tagger":
+        if name == crf_name:
             break
         docs = list(proc.pipe(docs))
     with torch.no_grad():

@@ -1,12 +1,14 @@
-"""What quantize = "int8" and "bf16" buy and cost: a trained crf_tagger in
-float32, int8 and bfloat16, beside spaCy's tagger, on the CPU.
+"""What quantize = "int8" and "bf16" buy and cost: a trained crf_tagger (or
+crf_morphologizer, crf_ner) in float32, int8 and bfloat16, beside spaCy's
+tagger (or another baseline), on the CPU.
 
     python -m benchmarks.quantize training/cpu/model-best training/baseline/model-best \\
         corpus/en_ewt-ud-dev.spacy [--repeats 7] [--threads 1] [--score tag_acc] \\
         [--attr tag_] [--baseline-name "spaCy tagger"] [--modes int8 bf16] \\
         [--output metrics/speed/quantize.json]
 
-The crf_tagger pipeline is loaded once per mode, with quantize = "none" and
+The spacy-crf pipeline is loaded once per mode, its spacy-crf component
+(called "crf_tagger" in the output, whatever its factory) with quantize = "none" and
 each of `--modes` (a setting given at load time: the saved weights are the
 same float32 ones). `nlp.pipe` words/s of the pipelines on the dev docs,
 taken in turn on one thread, medians of the repeats; the dev score of each
@@ -24,6 +26,7 @@ from spacy.training import Corpus
 
 from .common import (
     add_allocator_argument,
+    crf_component_name,
     environment,
     pipe_rates_in_turn,
     unannotated_docs,
@@ -62,8 +65,9 @@ def main(argv: List[str] = None) -> None:
     args = parser.parse_args(argv)
     use_allocator(args.allocator)
     torch.set_num_threads(args.threads)
+    component = crf_component_name(args.crf_model)
     pipelines = {
-        name: spacy.load(args.crf_model, config={"components": {"crf_tagger": {"quantize": mode}}})
+        name: spacy.load(args.crf_model, config={"components": {component: {"quantize": mode}}})
         for name, mode in [("crf_tagger", "none"), *((f"crf_tagger {m}", m) for m in args.modes)]
     }
     pipelines[args.baseline_name] = spacy.load(args.baseline_model)

@@ -10,7 +10,8 @@ at once (as a FastAPI or Flask thread pool does) than when one thread does.
 The texts are those of the corpus' first --docs sentences (each sentence a
 doc, as `spacy convert --n-sents 1` gives); PIPELINE=CORPUS takes that
 pipeline's texts from another corpus. For each --quantize mode a pipeline is
-loaded with its crf_tagger component (found by its factory) set to that
+loaded with its spacy-crf component (crf_tagger, crf_morphologizer or crf_ner,
+found by its factory) set to that
 mode; every text is tagged once in turn with `nlp(text)`, then, for each
 --threads count, --rounds times by a ThreadPoolExecutor of that many threads,
 every text submitted and each thread calling `nlp(text)` on the one pipeline.
@@ -33,9 +34,8 @@ from spacy.tokens import Doc
 
 import spacy_crf
 
-from .common import corpus_sentences, write_json
+from .common import corpus_sentences, crf_component_name, write_json
 
-FACTORY = "crf_tagger"
 Annotation = Tuple[Tuple[Tuple[str, str, str], ...], Tuple[Tuple[int, int, str], ...]]
 
 
@@ -46,19 +46,15 @@ def annotation(doc: Doc) -> Annotation:
 
 
 def crf_component(nlp: Language) -> str:
-    """RETURNS (str): the name of the pipeline's crf_tagger component."""
-    return next(name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY)
+    """RETURNS (str): the name of the pipeline's spacy-crf component."""
+    return crf_component_name(nlp)
 
 
 def load(path: Path, quantize: Optional[str] = None) -> Language:
-    """The pipeline, its crf_tagger set to this quantize mode (None: as saved)."""
+    """The pipeline, its spacy-crf component set to this quantize mode (None: as saved)."""
     if quantize is None:
         return spacy.load(path)
-    components = spacy.util.load_config(path / "config.cfg")["components"]
-    names = [name for name, settings in components.items() if settings.get("factory") == FACTORY]
-    if not names:
-        raise ValueError(f"{path} has no {FACTORY} component")
-    return spacy.load(path, config={"components": {names[0]: {"quantize": quantize}}})
+    return spacy.load(path, config={"components": {crf_component_name(path): {"quantize": quantize}}})
 
 
 def stress(nlp: Language, texts: Sequence[str], threads: int, *, rounds: int = 1,
@@ -109,7 +105,7 @@ def texts_of(corpus: Path, n: int) -> List[str]:
 
 def main(argv: Optional[List[str]] = None) -> Dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("pipelines", nargs="+", help="pipeline folders with a crf_tagger; PIPELINE=CORPUS: its own texts")
+    parser.add_argument("pipelines", nargs="+", help="pipeline folders with a spacy-crf component; PIPELINE=CORPUS: its own texts")
     parser.add_argument("corpus", type=Path, help="a .spacy file")
     parser.add_argument("--docs", type=int, default=1000, help="the first N sentences")
     parser.add_argument("--threads", type=int, nargs="+", default=[2, 4, 16])
