@@ -6,9 +6,9 @@
 
 One script for both systems, so that their figures are computed the same way:
 
-- crf_tagger with target "ents": an entity's probability is its exact
+- crf_ner: an entity's probability is its exact
   posterior, span._.crf_prob (store_entity_probs is switched on and
-  ents_threshold off for the run), at the temperature stored in the pipeline
+  threshold off for the run), at the temperature stored in the pipeline
   (`python -m spacy_crf calibrate` fits it): every entity of the decoded path.
 - spaCy's beam_ner (any spaCy EntityRecognizer with beam_width >= 2): an
   entity's probability is spaCy's beam score, the summed probability of the
@@ -25,8 +25,8 @@ from those outcomes come the ECE (15 equal-width bins), the Brier score and
 the precision of the entities at least 0.5 and 0.9 probable, computed as
 scripts.reliability computes its "entities" figures (`scripts.reliability.curve`).
 
-The curve over a threshold t is what `ents_threshold = t` would give
-crf_tagger: the entities kept are the predicted ones with probability >= t,
+The curve over a threshold t is what `threshold = t` would give
+crf_ner: the entities kept are the predicted ones with probability >= t,
 and precision and recall are against every gold entity (exact span and
 label; the same counts as spaCy's ents_p and ents_r at t = 0). `--json`
 writes everything with the run's environment, `--plot` draws precision,
@@ -64,11 +64,11 @@ class EntityProbabilityErrors(metaclass=ErrorsWithCodes):
 
     E301 = (
         "The pipeline has no entity recogniser to read probabilities from: {reason}. "
-        "Pass a pipeline with a crf_tagger (target \"ents\") or spaCy's beam_ner."
+        "Pass a pipeline with a crf_ner or spaCy's beam_ner."
     )
     E302 = (
-        "Component '{name}' is a crf_tagger with target \"{target}\": its probabilities "
-        "are not entity posteriors. Pass a crf_tagger with target \"ents\" (e.g. configs/ner.cfg)."
+        "Component '{name}' is a {factory} with target \"{target}\": its probabilities "
+        "are not entity posteriors. Pass a crf_ner (e.g. configs/ner.cfg)."
     )
     E303 = (
         "Component '{name}' is spaCy's greedy ner (beam_width = {width}): it has no beam "
@@ -82,7 +82,7 @@ class EntityProbabilityErrors(metaclass=ErrorsWithCodes):
     E306 = "scripts.entity_probabilities draws with matplotlib, which is not installed: pip install matplotlib"
     E307 = (
         "The pooled pipelines (--and) are of different systems, {systems}: pool only "
-        "crf_tagger pipelines or only beam_ner ones."
+        "crf_ner pipelines or only beam_ner ones."
     )
 
 
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
                         help="read the docs on their gold tokens, one sentence per doc")
     parser.add_argument("--component", default=None,
-                        help="the entity recogniser (default: the pipeline's only crf_tagger or spaCy ner)")
+                        help="the entity recogniser (default: the pipeline's only crf_ner or spaCy ner)")
     parser.add_argument("--thresholds", type=float, nargs="+", default=THRESHOLDS,
                         help="the probabilities t of the curve (default 0, 0.05, ..., 0.95, 0.99)")
     parser.add_argument("--bins", type=int, default=N_BINS, help="equal-width bins of probability for the ECE")
@@ -106,15 +106,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _system(nlp: Language, name: str) -> Optional[str]:
-    """"crf_tagger", "ner" (spaCy's greedy or beam EntityRecognizer) or None
-    for a component that recognises no entities."""
+    """"crf_ner", "crf" (a crf_tagger or crf_morphologizer: no entities),
+    "ner" (spaCy's greedy or beam EntityRecognizer) or None for another
+    component."""
     from spacy.pipeline import EntityRecognizer
 
-    from spacy_crf.tagger import CRFTagger
+    from spacy_crf.components import CRFComponent, CRFEntityRecognizer
 
     proc = nlp.get_pipe(name)
-    if isinstance(proc, CRFTagger):
-        return "crf_tagger"
+    if isinstance(proc, CRFEntityRecognizer):
+        return "crf_ner"
+    if isinstance(proc, CRFComponent):
+        return "crf"
     if isinstance(proc, EntityRecognizer):
         return "ner"
     return None
@@ -122,13 +125,13 @@ def _system(nlp: Language, name: str) -> Optional[str]:
 
 def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[str, str]:
     """The component whose entity probabilities are read: `component`, or the
-    pipeline's only crf_tagger with target "ents" or spaCy EntityRecognizer.
+    pipeline's only crf_ner or spaCy EntityRecognizer.
 
     nlp (Language): the pipeline.
     component (Optional[str]): the component's name, or None.
-    RETURNS (Tuple[str, str]): its name and system, "crf_tagger" or "beam_ner";
-        ValueError E301 (none, or several), E302 (a crf_tagger of another
-        target) or E303 (a greedy ner).
+    RETURNS (Tuple[str, str]): its name and system, "crf_ner" or "beam_ner";
+        ValueError E301 (none, or several), E302 (a crf_tagger or
+        crf_morphologizer) or E303 (a greedy ner).
     """
     if component is not None:
         if component not in nlp.pipe_names:
@@ -137,13 +140,13 @@ def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[st
         names = [component]
     else:
         names = [name for name in nlp.pipe_names if _system(nlp, name) is not None]
-        taggers = [name for name in names if _system(nlp, name) == "crf_tagger"]
-        entity_names = [name for name in names if name not in taggers or nlp.get_pipe(name).cfg["target"] == "ents"]
+        taggers = [name for name in names if _system(nlp, name) == "crf"]
+        entity_names = [name for name in names if name not in taggers]
         if not entity_names and taggers:
-            names = taggers[:1]  # a crf_tagger of another target: E302 below
+            names = taggers[:1]  # a crf_tagger or crf_morphologizer: E302 below
         elif not entity_names:
             raise ValueError(EntityProbabilityErrors.E301.format(
-                reason=f"none of its components {nlp.pipe_names} is a crf_tagger or a spaCy ner"))
+                reason=f"none of its components {nlp.pipe_names} is a crf_ner or a spaCy ner"))
         elif len(entity_names) > 1:
             raise ValueError(EntityProbabilityErrors.E301.format(
                 reason=f"it has {len(entity_names)} of them, {entity_names}: name one (--component)"))
@@ -155,11 +158,12 @@ def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[st
     if system is None:
         factory = nlp.get_pipe_meta(name).factory
         raise ValueError(EntityProbabilityErrors.E301.format(
-            reason=f"component '{name}' is a {factory}, neither a crf_tagger nor a spaCy ner"))
-    if system == "crf_tagger":
-        if proc.cfg["target"] != "ents":
-            raise ValueError(EntityProbabilityErrors.E302.format(name=name, target=proc.cfg["target"]))
-        return name, "crf_tagger"
+            reason=f"component '{name}' is a {factory}, neither a crf_ner nor a spaCy ner"))
+    if system == "crf":
+        factory = nlp.get_pipe_meta(name).factory
+        raise ValueError(EntityProbabilityErrors.E302.format(name=name, factory=factory, target=proc.cfg["target"]))
+    if system == "crf_ner":
+        return name, "crf_ner"
     if proc.cfg.get("beam_width", 1) < 2:
         raise ValueError(EntityProbabilityErrors.E303.format(name=name, width=proc.cfg.get("beam_width", 1)))
     return name, "beam_ner"
@@ -175,16 +179,16 @@ def _annotate_upstream(nlp: Language, name: str, docs: List[Any], batch_size: in
 
 
 def crf_entities(nlp: Language, name: str, docs: List[Any], batch_size: int = 64) -> List[List[Entity]]:
-    """Annotate the docs with a crf_tagger (target "ents") and read each
+    """Annotate the docs with a crf_ner and read each
     entity's posterior, span._.crf_prob, at the component's temperature.
-    store_entity_probs is on and ents_threshold 0 for the run (every entity
+    store_entity_probs is on and threshold 0 for the run (every entity
     of the decoded path), as they were after it.
 
     RETURNS (List[List[Entity]]): per doc, its entities and their probabilities.
     """
     tagger = nlp.get_pipe(name)
-    saved = {key: tagger.cfg.get(key) for key in ("store_entity_probs", "ents_threshold")}
-    tagger.cfg.update(store_entity_probs=True, ents_threshold=0.0)
+    saved = {key: tagger.cfg.get(key) for key in ("store_entity_probs", "threshold")}
+    tagger.cfg.update(store_entity_probs=True, threshold=0.0)
     try:
         _annotate_upstream(nlp, name, docs, batch_size)
         for _ in tagger.pipe(docs, batch_size=batch_size):
@@ -247,12 +251,12 @@ def entity_probabilities(
     examples (Sequence[Example]): the annotated docs; their predicted docs
         are annotated in place.
     name (str): the component, from `entity_component`.
-    system (str): "crf_tagger" or "beam_ner".
+    system (str): "crf_ner" or "beam_ner".
     batch_size (int): docs per model call.
     RETURNS (List[List[Entity]]): per example, its predicted entities.
     """
     docs = [eg.predicted for eg in examples]
-    read = crf_entities if system == "crf_tagger" else beam_entities
+    read = crf_entities if system == "crf_ner" else beam_entities
     return read(nlp, name, docs, batch_size)
 
 
@@ -293,7 +297,7 @@ def threshold_curve(outcomes: Outcomes, n_gold: int, thresholds: Sequence[float]
 
 
 def temperatures(result: Dict[str, Any]) -> List[float]:
-    """The temperatures of a result's crf_tagger pipelines: its own, or each pooled pair's."""
+    """The temperatures of a result's crf_ner pipelines: its own, or each pooled pair's."""
     return [pair["temperature"] for pair in result.get("pairs", [result]) if pair.get("temperature") is not None]
 
 
@@ -353,7 +357,7 @@ def measure(nlp: Language, model: str, dev: str, name: str, system: str, gold_pr
             batch_size: int) -> Dict[str, Any]:
     """One pipeline's entities on its annotated docs (its component `name` of
     `system`, from `entity_component`): "model", "dev", "component",
-    "system", "temperature" (crf_tagger) or "beam" (beam_ner),
+    "system", "temperature" (crf_ner) or "beam" (beam_ner),
     "predicted_entities", "gold_entities" and the judged "outcomes"."""
     from spacy.training import Corpus
 
@@ -361,7 +365,7 @@ def measure(nlp: Language, model: str, dev: str, name: str, system: str, gold_pr
     entities = entity_probabilities(nlp, examples, name, system, batch_size=batch_size)
     proc = nlp.get_pipe(name)
     pair: Dict[str, Any] = {"model": str(model), "dev": str(dev), "component": name, "system": system}
-    if system == "crf_tagger":
+    if system == "crf_ner":
         pair["temperature"] = proc.temperature
     else:
         pair["beam"] = {key: proc.cfg[key] for key in ("beam_width", "beam_density")}
@@ -387,7 +391,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         except ImportError:
             print(EntityProbabilityErrors.E306, file=sys.stderr)
             return 1
-    import spacy_crf.tagger  # noqa: F401  (registers crf_tagger)
+    import spacy_crf  # noqa: F401  (registers crf_ner)
 
     from benchmarks.common import write_json
 
@@ -413,7 +417,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "component": first["component"], "system": first["system"],
     }
     # one temperature (or beam), or None where the pooled pipelines differ in it
-    if first["system"] == "crf_tagger":
+    if first["system"] == "crf_ner":
         result["temperature"] = _same_or_none([pair["temperature"] for pair in pairs])
     else:
         result["beam"] = _same_or_none([pair["beam"] for pair in pairs])

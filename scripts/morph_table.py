@@ -9,7 +9,7 @@ ran on (`vars.treebank_name`): <config>.json (spacy evaluate --gold-preproc),
 <config>-bundles.json (the second form), <config>-speed.json
 (benchmarks.pipeline_speed), <config>-raw.json (scripts.raw_text: whole docs of
 gold words, and raw text, each read as the pipeline reads them: by sentence
-where crf_tagger's `by_sentence` is on), paired_<attr>.json (scripts.paired_test),
+where crf_morphologizer's `by_sentence` is on), paired_<attr>.json (scripts.paired_test),
 unseen_bundles.json (scripts.unseen_bundles) and
 training/morph/<treebank>/<config>/train_time.json (scripts.timed). It writes
 metrics/morph/<treebank>/table.md and prints every table.
@@ -17,9 +17,9 @@ metrics/morph/<treebank>/table.md and prints every table.
 The second form tags DEV's sentences on their own words, one sentence per doc as
 `spacy evaluate --gold-preproc` does, and scores pos_acc, morph_acc and
 pos_morph_acc (a word is right when its UPOS and its whole feature set are)
-with crf_tagger's scorer, whatever component wrote them: the same definition
-for crf_tagger and spaCy's morphologizer, whose own scorer has no whole-bundle
-accuracy.
+with crf_morphologizer's scores (spacy_crf.scorers.morph_scores), whatever
+component wrote them: the same definition for crf_morphologizer and spaCy's
+morphologizer, whose own scorer has no whole-bundle accuracy.
 """
 import argparse
 import json
@@ -32,7 +32,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Config
 
-from spacy_crf.scorers import crf_tagger_score
+from spacy_crf.scorers import morph_scores
 
 from .common import gold_sentences
 
@@ -46,7 +46,8 @@ VARIANTS = {
 }
 # McNemar files of the paired-morph command, in the table's order
 PAIRED = {"pos": "UPOS", "morph": "FEATS", "pos+morph": "UPOS+FEATS"}
-SYSTEMS = {"crf_tagger": "crf_tagger", "morphologizer": "spaCy morphologizer"}
+# a pipeline trained with a 0.x config has a crf_tagger with target "pos+morph"
+SYSTEMS = {"crf_morphologizer": "crf_morphologizer", "crf_tagger": "crf_tagger", "morphologizer": "spaCy morphologizer"}
 SUFFIXES = ("-bundles", "-speed", "-raw")
 
 
@@ -62,7 +63,7 @@ def score_bundles(model_path: str, dev_path: str) -> Dict[str, float]:
     gold = gold_sentences(dev_path, nlp.vocab)
     words = (Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc]) for doc in gold)
     examples = [Example(predicted, reference) for predicted, reference in zip(nlp.pipe(words), gold)]
-    scores = crf_tagger_score(examples, target="pos+morph")
+    scores = morph_scores(examples, target="pos+morph")
     return {
         "pos_acc": scores["pos_acc"],
         "morph_acc": scores["morph_acc"],
@@ -116,9 +117,10 @@ def treebank_table(metrics: Path, treebank: str) -> List[str]:
     if paired:
         lines += [
             "",
-            "McNemar, crf_tagger (cpu_morph) against the morphologizer (baseline_pos), dev words:",
+            "McNemar, crf_morphologizer (cpu_morph) against spaCy's morphologizer (baseline_pos), dev words:",
             "",
-            "| compared | words | crf_tagger | morphologizer | only crf_tagger right | only morphologizer right | chi2 |",
+            "| compared | words | crf_morphologizer | morphologizer | only crf_morphologizer right "
+            "| only morphologizer right | chi2 |",
             "|---|---|---|---|---|---|---|",
         ]
         for name, r in paired:

@@ -9,7 +9,7 @@ Settings after the arguments override the pipeline's config as it loads, as
   `spacy evaluate --gold-preproc` scores and the configs train on);
 - `gold_docs`: the treebank's words, whole docs of several sentences (what
   `spacy convert --n-sents` made), read as the pipeline reads them: across
-  sentence boundaries, or, with crf_tagger's `by_sentence`, in the sentences
+  sentence boundaries, or, with the spacy-crf component's `by_sentence`, in the sentences
   spaCy's sentencizer finds;
 - `raw`: the docs' text through the pipeline's own tokenizer (`spacy evaluate`
   without --gold-preproc): the words it gets wrong are scored as spaCy scores them
@@ -21,15 +21,16 @@ Settings after the arguments override the pipeline's config as it loads, as
 
 The step from the first to the second is the cost of multi-sentence docs, from
 the second to the third the cost of tokenization; the fourth is the third with
-the sentence boundaries of a rule-based sentencizer put back (for crf_tagger
-with `by_sentence` on, the same as the third). The JSON records crf_tagger's
-`by_sentence` as the pipeline ran. Scores are the pipeline's own
+the sentence boundaries of a rule-based sentencizer put back (for a spacy-crf
+component with `by_sentence` on, the same as the third). The JSON records the
+spacy-crf component's (crf_tagger, crf_morphologizer, crf_ner) `by_sentence`
+as the pipeline ran. Scores are the pipeline's own
 (tag_acc, pos_acc, morph_acc, whichever it has), in percent.
 """
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import spacy
 from click.exceptions import ClickException
@@ -67,6 +68,15 @@ def tag_by_sentence(nlp, docs: List[Doc]) -> List[Doc]:
     return docs
 
 
+def crf_by_sentence(nlp) -> Optional[bool]:
+    """The `by_sentence` setting of the pipeline's first spacy-crf component,
+    None where it has none."""
+    from spacy_crf.components import CRFComponent
+
+    settings = [proc.cfg.get("by_sentence") for _, proc in nlp.pipeline if isinstance(proc, CRFComponent)]
+    return settings[0] if settings else None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model")
@@ -87,7 +97,7 @@ def main(argv=None) -> int:
         "model": args.model,
         "dev": args.dev,
         "overrides": rest,
-        "by_sentence": nlp.get_pipe("crf_tagger").cfg.get("by_sentence") if "crf_tagger" in nlp.pipe_names else None,
+        "by_sentence": crf_by_sentence(nlp),
         "docs": len(raw),
         "sentences": len(sentences),
         "gold_sentences": scores(nlp, sentences),

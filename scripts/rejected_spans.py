@@ -14,7 +14,7 @@ one per arm, the arms differing only in what the other docs carry:
 
 - `annotated`: nothing (every label unknown: they add nothing to the loss);
 - `rejected`: their rejected spans only, in doc.spans["incorrect_spans"]
-  (crf_tagger's `incorrect_spans_key` leaves every path containing one out of
+  (crf_ner's `incorrect_spans_key` leaves every path containing one out of
   the gold sum);
 - `accepted`: their accepted spans only, as entities with every other token's
   label unknown;
@@ -69,8 +69,18 @@ def evaluate(model: Path, dev: str) -> Dict[str, float]:
     return {key: round(100 * scores[key], 2) for key in ("ents_f", "ents_p", "ents_r")}
 
 
+def entity_component(config) -> str:
+    """The name of the config's entity recognizer: its one crf_ner (or a 0.x
+    config's crf_tagger)."""
+    names = [name for name, component in config["components"].items()
+             if component.get("factory") in ("crf_ner", "crf_tagger")]
+    if len(names) != 1:
+        raise SystemExit(f"the config needs one crf_ner component, it has {names}")
+    return names[0]
+
+
 def continued_config(config: str, weak_model: Path, workdir: Path) -> Path:
-    """A copy of the config whose crf_tagger is the weak model's, sourced (so
+    """A copy of the config whose crf_ner is the weak model's, sourced (so
     that `spacy train` resumes it instead of starting anew), with
     incorrect_spans_key set to KEY in the config of the copy of the weak model
     it sources."""
@@ -79,10 +89,10 @@ def continued_config(config: str, weak_model: Path, workdir: Path) -> Path:
         shutil.rmtree(source)
     shutil.copytree(weak_model, source)
     weak_config = spacy.util.load_config(source / "config.cfg")
-    weak_config["components"]["crf_tagger"]["incorrect_spans_key"] = KEY
+    weak_config["components"][entity_component(weak_config)]["incorrect_spans_key"] = KEY
     weak_config.to_disk(source / "config.cfg")
     cfg = spacy.util.load_config(config)
-    cfg["components"]["crf_tagger"] = {"source": str(source.resolve())}
+    cfg["components"][entity_component(cfg)] = {"source": str(source.resolve())}
     path = workdir / "continued.cfg"
     cfg.to_disk(path)
     return path
@@ -166,7 +176,8 @@ def main(argv=None) -> int:
         "accepted": lambda doc, acc, rej: with_answers(doc, acc, []),
         "accepted+rejected": with_answers,
     }
-    config, overrides = args.config, ["--components.crf_tagger.incorrect_spans_key", KEY]
+    name = entity_component(spacy.util.load_config(args.config))
+    config, overrides = args.config, [f"--components.{name}.incorrect_spans_key", KEY]
     if args.start == "weak":
         config, overrides = str(continued_config(args.config, weak_dir / "model-best", args.workdir)), []
     runs: Dict[str, List[Dict]] = {}

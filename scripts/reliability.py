@@ -1,4 +1,4 @@
-"""A reliability diagram of a crf_tagger's probabilities, before and after its stored temperature.
+"""A reliability diagram of a spacy-crf component's probabilities, before and after its stored temperature.
 
     python -m scripts.reliability training/cpu/model-best corpus/en_ewt-ud-dev.spacy \
         --output metrics/calibration/reliability.png [--json metrics/calibration/reliability.json] \
@@ -9,7 +9,7 @@ their gold tokens, one sentence per doc), runs the network once, and plots,
 per bin of probability, the share of predictions that were right against
 their mean probability: the diagonal is perfect calibration. One panel for
 token marginals (the probability of each token's predicted label, against
-whether it is the gold label) and, for target "ents", one for entity
+whether it is the gold label) and, for crf_ner, one for entity
 posteriors (each predicted entity's, against whether exactly that span and
 label is gold); each with the model's own probabilities (tau = 1) and those
 at the temperature stored in the pipeline (`python -m spacy_crf calibrate`
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from spacy_crf.calibration import N_BINS, Outcomes, reliability_bins, sampling_ece
-from spacy_crf.temperature import CalibrationReport
+from spacy_crf.calibration.temperature import CalibrationReport
 
 MATPLOTLIB_MISSING = "scripts.reliability draws with matplotlib, which is not installed: pip install matplotlib"
 
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", default=None, help="also write the bins and scores as JSON here")
     parser.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
                         help="read the docs on their gold tokens, one sentence per doc")
-    parser.add_argument("--component", default=None, help="the crf_tagger (default: the only one)")
+    parser.add_argument("--component", default=None, help="the spacy-crf component (default: the only one)")
     parser.add_argument("--bins", type=int, default=N_BINS, help="equal-width bins of probability")
     return parser
 
@@ -62,7 +62,7 @@ def curve(outcomes: Outcomes, n_bins: int) -> Dict[str, Any]:
 
 
 def summary(before: CalibrationReport, after: CalibrationReport, n_bins: int) -> Dict[str, Any]:
-    """Per kind of prediction ("tokens", and "entities" for target "ents"),
+    """Per kind of prediction ("tokens", and "entities" for crf_ner),
     the curves before and after."""
     kinds = {"tokens": (before.tokens, after.tokens)}
     if before.entities is not None and after.entities is not None:
@@ -131,7 +131,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     import spacy
     from spacy.training import Corpus
 
-    from spacy_crf.temperature import GoldScores, crf_tagger_name
+    from spacy_crf.calibration.temperature import GoldScores, crf_tagger_name
 
     nlp = spacy.load(args.model)
     name = crf_tagger_name(nlp, args.component)

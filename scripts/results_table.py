@@ -17,7 +17,8 @@ from pathlib import Path
 from thinc.api import Config
 
 NAMES = {
-    "ner": "crf_tagger NER (BILUO constraints)",
+    "ner": "crf_ner (BILUO)",
+    "ner_cpu": "crf_ner, cpu_morph.cfg's network",
     "ner_baseline": "spaCy ner (efficiency CNN)",
     "ner_beam": "spaCy beam_ner (efficiency CNN)",
     "baseline": "spaCy tagger (efficiency CNN)",
@@ -33,7 +34,7 @@ NAMES = {
     "transformer_case": "crf_tagger + transformer + case features",
     "transformer_case_1500": "crf_tagger + transformer + case features, 1,500-step schedule",
     "transformer_case_lstm": "crf_tagger + transformer + case features + BiLSTM",
-    "ner_transformer": "crf_tagger NER + transformer + case features",
+    "ner_transformer": "crf_ner + transformer + case features",
     "cpu_depth2": "crf_tagger, CPU config, 2 BiLSTM layers",
     "cpu_bytes16": "crf_tagger, CPU config, 16 bytes a word",
     "cpu_v3": "crf_tagger, CPU config, byte table with every token's gradient",

@@ -6,7 +6,7 @@ Reads TREEBANK_DIR/TRAIN_NAME.conllu and TREEBANK_DIR/DEV_NAME.conllu directly
 and counts syntactic words, as the project trains and evaluates on them: the
 lines of multiword tokens ("1-2 don't") and empty nodes ("8.1") are skipped.
 A bundle is the UPOS and the set of features (their order does not matter).
-crf_tagger's target "pos+morph" and spaCy's morphologizer both predict whole
+crf_morphologizer and spaCy's morphologizer both predict whole
 bundles seen in training, so a dev word with an unseen bundle is an error for
 both: 100 minus the rate bounds their pos_morph_acc. Prints the JSON it writes.
 """
