@@ -1,4 +1,9 @@
-"""Pipelines saved by spacy-crf 0.1.0 and 0.3.0 load and predict exactly as they did.
+"""Pipelines saved by spacy-crf 0.1.0, 0.3.0 and 1.0.0 load and predict exactly as they did.
+
+tests/data/legacy-1.0.0/ was written by the same script with the 1.0 code:
+one pipeline per factory (crf_tagger "tag+pos" with composed emissions,
+crf_morphologizer with the character CNN, crf_ner with IOBES and every entity
+setting), the newest architectures.
 
 Since 1.0, crf_tagger's 0.x targets "ents" and "pos+morph" build a
 CRFEntityRecognizer and a CRFMorphologizer (warning W003): the same labels,
@@ -22,6 +27,7 @@ marginals, n-best lists, uncertainty, loss and gradients.
 """
 import json
 from pathlib import Path
+from typing import Any, Dict, NamedTuple
 
 import numpy
 import pytest
@@ -31,7 +37,7 @@ import torch
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
 from spacy_crf.ml import torch_network
 
-from .data.make_legacy import annotations, examples
+from .data.make_legacy import RELEASES, annotations, examples
 
 DATA = Path(__file__).parent / "data" / "legacy-0.1.0"
 DATA_030 = Path(__file__).parent / "data" / "legacy-0.3.0"
@@ -153,21 +159,41 @@ def test_legacy_pipeline_round_trips_in_the_new_format(legacy, tmp_path):
 # --- pipelines saved by 0.3.0 ----------------------------------------------
 
 TARGETS_030 = ["tag", "pos+morph", "tag+pos", "ents"]
+# --- and by 1.0.0, one per factory (tests/data/legacy-1.0.0, the same script)
+DATA_100 = Path(__file__).parent / "data" / "legacy-1.0.0"
+FACTORIES_100 = {"crf_tagger": "tag+pos", "crf_morphologizer": "pos+morph", "crf_ner": "ents"}
+RELEASED = [("0.3.0", target) for target in TARGETS_030] + [("1.0.0", factory) for factory in FACTORIES_100]
 
 
-@pytest.fixture(params=TARGETS_030)
-def legacy_030(request):
-    path = DATA_030 / request.param
+class Saved(NamedTuple):
+    """A saved fixture: its component's name, target, pipeline and outputs."""
+
+    name: str
+    target: str
+    path: Path
+    nlp: Any
+    expected: Dict[str, Any]
+    arrays: Dict[str, numpy.ndarray]
+
+
+@pytest.fixture(params=RELEASED, ids=[f"{version}-{what}" for version, what in RELEASED])
+def released(request):
+    """A pipeline saved by 0.3.0 (crf_tagger, by target) or 1.0.0 (by factory)."""
+    version, what = request.param
+    path = (DATA_030 if version == "0.3.0" else DATA_100) / what
     expected = json.loads((path / "expected.json").read_text())
     arrays = dict(numpy.load(path / "expected.npz"))
-    return request.param, load_legacy(path / "pipeline", request.param), expected, arrays
+    if version == "0.3.0":
+        return Saved("crf_tagger", what, path, load_legacy(path / "pipeline", what), expected, arrays)
+    return Saved(what, FACTORIES_100[what], path, spacy.load(path / "pipeline"), expected, arrays)
 
 
-def test_legacy_030_fixtures_are_from_the_release():
-    for target in TARGETS_030:
-        made_with = json.loads((DATA_030 / target / "expected.json").read_text())["made_with"]
-        assert made_with["spacy_crf"] == "0.3.0"
-        assert made_with["commit"] == "6c1990efc8afa0ca810b0409cafca3123ca01686"
+def test_released_fixtures_are_from_their_release():
+    for version, what in RELEASED:
+        data = DATA_030 if version == "0.3.0" else DATA_100
+        made_with = json.loads((data / what / "expected.json").read_text())["made_with"]
+        assert made_with["spacy_crf"] == version
+        assert made_with["commit"] == RELEASES[version]
         assert not made_with["code_changed"]
 
 
@@ -194,9 +220,9 @@ def assert_annotations_equal(got, saved):
                 )
 
 
-def test_legacy_030_pipeline_predicts_as_saved(legacy_030):
-    target, nlp, expected, arrays = legacy_030
-    tagger = nlp.get_pipe("crf_tagger")
+def test_released_pipeline_predicts_as_saved(released):
+    name, target, _, nlp, expected, arrays = released
+    tagger = nlp.get_pipe(name)
     assert type(tagger) is CLASSES[target]
     assert list(tagger.labels) == expected["labels"]
     assert tagger.temperature == expected["temperature"]
@@ -240,7 +266,7 @@ def test_legacy_030_pipeline_predicts_as_saved(legacy_030):
     # the grown batches annotate as spaCy's batches of one doc did
     assert tagger.cfg["batch_words"] == 32768
     for batch_size, batch_words in ((256, None), (1, 0)):
-        component_cfg = {"crf_tagger": {"batch_words": batch_words}}
+        component_cfg = {name: {"batch_words": batch_words}}
         annotated = [
             annotations(doc, tagger.cfg.get("candidates_key"))
             for doc in nlp.pipe(texts, batch_size=batch_size, component_cfg=component_cfg)
@@ -261,20 +287,20 @@ def test_legacy_030_pipeline_predicts_as_saved(legacy_030):
 KNOWN_GRADIENT_CHANGES_030 = {"ents": ("grad.thinc.charembed.E.",)}
 
 
-def test_legacy_030_pipeline_loss_and_gradients(legacy_030):
-    target, nlp, expected, arrays = legacy_030
-    tagger = nlp.get_pipe("crf_tagger")
+def test_released_pipeline_loss_and_gradients(released):
+    name, target, _, nlp, expected, arrays = released
+    tagger = nlp.get_pipe(name)
     losses = {}
     tagger.update(examples(nlp, target, "0.3.0"), sgd=None, losses=losses)
-    assert losses["crf_tagger"] == pytest.approx(expected["loss"], rel=LOSS_030_REL)
-    assert_gradients_as_saved(tagger, arrays, GRADS_030, skip=KNOWN_GRADIENT_CHANGES_030.get(target, ()))
+    assert losses[name] == pytest.approx(expected["loss"], rel=LOSS_030_REL)
+    assert_gradients_as_saved(tagger, arrays, GRADS_030, skip=KNOWN_GRADIENT_CHANGES_030.get(target, ()) if name == "crf_tagger" else ())
 
 
-def test_legacy_030_pipeline_round_trips_in_the_new_format(legacy_030, tmp_path):
-    target, nlp, expected, arrays = legacy_030
+def test_released_pipeline_round_trips_in_the_new_format(released, tmp_path):
+    name, target, _, nlp, expected, arrays = released
     nlp.to_disk(tmp_path / "again")
-    again = load_legacy(tmp_path / "again", target)
-    tagger = again.get_pipe("crf_tagger")
+    again = load_legacy(tmp_path / "again", target) if name == "crf_tagger" else spacy.load(tmp_path / "again")
+    tagger = again.get_pipe(name)
     assert tagger.temperature == expected["temperature"]
     docs = [again.make_doc(t) for t in expected["texts"]]
     for i, ids in enumerate(tagger.predict(docs).ids):
@@ -285,24 +311,25 @@ def test_legacy_030_pipeline_round_trips_in_the_new_format(legacy_030, tmp_path)
     assert_annotations_equal(annotated, expected["annotated"])
 
 
-def test_a_030_config_of_each_target_still_trains(legacy_030, tmp_path):
-    """The 0.3.0 configs (crf_tagger with any target, its 0.x settings and
-    architectures) still initialize and learn, and save and load."""
-    target, nlp, expected, arrays = legacy_030
-    config = spacy.util.load_config(DATA_030 / target / "pipeline" / "config.cfg")
-    if CLASSES[target] is CRFTagger:
+def test_a_030_config_of_each_target_still_trains(released, tmp_path):
+    """The saved configs (0.3.0: crf_tagger with any target, its 0.x settings
+    and architectures; 1.0.0: each factory) still initialize and learn, and
+    save and load."""
+    name, target, path, nlp, expected, arrays = released
+    config = spacy.util.load_config(path / "pipeline" / "config.cfg")
+    if name != "crf_tagger" or CLASSES[target] is CRFTagger:
         fresh = spacy.util.load_model_from_config(config, auto_fill=True)
     else:
         with pytest.warns(UserWarning, match="W003"):
             fresh = spacy.util.load_model_from_config(config, auto_fill=True)
     train = examples(fresh, target, "0.3.0")
     optimizer = fresh.initialize(lambda: train)
-    first = fresh.update(train, sgd=optimizer)["crf_tagger"]
+    first = fresh.update(train, sgd=optimizer)[name]
     for _ in range(5):
-        last = fresh.update(train, sgd=optimizer)["crf_tagger"]
+        last = fresh.update(train, sgd=optimizer)[name]
     assert last < first
     fresh.to_disk(tmp_path / "trained")
-    again = load_legacy(tmp_path / "trained", target)
+    again = load_legacy(tmp_path / "trained", target) if name == "crf_tagger" else spacy.load(tmp_path / "trained")
     docs = [again.make_doc(t) for t in expected["texts"]]
-    for got, want in zip(again.get_pipe("crf_tagger").predict(docs).ids, fresh.get_pipe("crf_tagger").predict(docs).ids):
+    for got, want in zip(again.get_pipe(name).predict(docs).ids, fresh.get_pipe(name).predict(docs).ids):
         assert numpy.array_equal(got, want)

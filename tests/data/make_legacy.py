@@ -225,7 +225,7 @@ FIXTURES_030 = {
 # --- 1.0.0 -----------------------------------------------------------------
 
 OUT_100 = Path(__file__).parent / "legacy-1.0.0"
-RELEASES["1.0.0"] = None  # set to the commit whose code wrote legacy-1.0.0/
+RELEASES["1.0.0"] = "23d0fdd89019089a08244a1de89270a80631bade"  # the code that wrote legacy-1.0.0/
 
 
 def _embed_v5(**settings):
@@ -318,9 +318,9 @@ def build(target):
     return nlp
 
 
-def gradients(nlp, target, version="0.1.0", name="crf_tagger"):
+def gradients(nlp, target, version="0.1.0", component="crf_tagger"):
     """The loss of one update without an optimizer, and every gradient."""
-    tagger = nlp.get_pipe(name)
+    tagger = nlp.get_pipe(component)
     losses = {}
     tagger.update(examples(nlp, target, version), sgd=None, losses=losses)
     grads = {}
@@ -332,7 +332,7 @@ def gradients(nlp, target, version="0.1.0", name="crf_tagger"):
             for key, param in shim._model.named_parameters():
                 if param.grad is not None:
                     grads[f"torch.{key}"] = param.grad.numpy().copy()
-    return losses[name], grads
+    return losses[component], grads
 
 
 def main():
