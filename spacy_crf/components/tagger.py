@@ -99,7 +99,7 @@ def make_crf_tagger(
     """
     if target in MOVED_TARGETS:
         warnings.warn(Warnings.W003.format(name=name, target=target, factory=MOVED_TARGETS[target]))
-        from .legacy import make_moved_target
+        from .moved_targets import make_moved_target
 
         return make_moved_target(
             nlp, name, model, target=target, overwrite=overwrite, constraints=constraints, window=window,
