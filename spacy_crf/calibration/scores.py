@@ -37,7 +37,9 @@ def calibration_scores(examples: Iterable[Example], target: Target) -> Dict[str,
     read_probs = isinstance(target, EntityTarget) and Span.has_extension("crf_prob")
     for eg in examples:
         doc = eg.predicted
-        if read_confidence:
+        # the component sets a confidence on every token of a doc or on none:
+        # one token tells, so a doc without them costs no loop over its tokens
+        if read_confidence and len(doc) and doc[0]._.crf_confidence is not None:
             probs = [token._.crf_confidence for token in doc]
             if any(p is not None for p in probs):
                 has_confidence = True
