@@ -9,7 +9,7 @@ process that imports spaCy and torch and rebuilds the pipeline), so the tests
 run few jobs that each check much: one reads every input format and every
 kind of bad record while an actor is killed; one stops after three shards
 and the command line resumes it; one raises on a bad record; one writes
-Parquet."""
+Parquet. The tests run in this order, on the same cluster."""
 import json
 import os
 import subprocess
@@ -164,6 +164,14 @@ def test_resumes_from_the_command_line_joined_to_the_cluster(model, tmp_path):
     assert len(ray_files) == 7 and ray_files == local_files
 
 
+def test_a_bad_record_raises_when_asked(model, tmp_path):
+    """The job stops at the first bad record; the cluster stays usable (the
+    next test's job runs on it)."""
+    (tmp_path / "in.jsonl").write_bytes(UNREADABLE)
+    with pytest.raises(BadRecordError, match=r"\[E105\] Bad record in .*in.jsonl, line 2"):
+        tag(model, tmp_path / "in.jsonl", tmp_path / "out", on_error="raise")
+
+
 def test_parquet_output_equals_the_local_engine(model, tmp_path):
     write_jsonl(tmp_path / "in.jsonl", records(12))
     tag(model, tmp_path / "in.jsonl", tmp_path / "ray", output_format="parquet", shard_size=5, workers=1)
@@ -176,9 +184,3 @@ def test_parquet_output_equals_the_local_engine(model, tmp_path):
         assert (pyarrow.parquet.read_table(tmp_path / "ray" / name)
                 .equals(pyarrow.parquet.read_table(tmp_path / "local" / name)))
     assert_rows_match(read_parquet_rows(tmp_path / "ray"), reference(model, {r["id"]: r["text"] for r in records(12)}))
-
-
-def test_a_bad_record_raises_when_asked(model, tmp_path):
-    (tmp_path / "in.jsonl").write_bytes(UNREADABLE)
-    with pytest.raises(BadRecordError, match=r"\[E105\] Bad record in .*in.jsonl, line 2"):
-        tag(model, tmp_path / "in.jsonl", tmp_path / "out", on_error="raise")
