@@ -98,8 +98,8 @@ def project_run(root, workflow, *args, project_dir="."):
 def project(tmp_path_factory):
     """A copy of the project that ran the README's offline quickstart (`all`,
     the tagger, with --vars.treebank_dir) on a tiny treebank, the
-    `morphologizer` workflow on the same treebank, and the `ner` workflow
-    with --vars.uner_dir on a tiny Universal NER corpus."""
+    `morphologizer` workflow on the same treebank, the `ner` workflow with
+    --vars.uner_dir on a tiny Universal NER corpus, and `package-spacy-crf`."""
     root = copy_project(tmp_path_factory)
     treebank = tmp_path_factory.mktemp("treebank")
     (treebank / "en_ewt-ud-train.conllu").write_text(conllu(SENTENCES * 8))
@@ -111,6 +111,7 @@ def project(tmp_path_factory):
     project_run(root, "all", "--vars.treebank_dir", str(treebank), *tiny)
     project_run(root, "morphologizer", "--vars.treebank_dir", str(treebank), *tiny)
     project_run(root, "ner", "--vars.uner_dir", str(uner), *tiny)
+    project_run(root, "package-spacy-crf")
     return root
 
 
@@ -143,7 +144,6 @@ def test_workflow_all_trains_scores_and_packages_the_tagger(project):
     assert config["nlp"]["pipeline"] == ["crf_tagger"] and config["training"]["max_steps"] == 20
     wheels = list((project / "packages").glob("*/dist/en_crf_tagger_ewt-0.1.0-py3-none-any.whl"))
     assert len(wheels) == 1
-    assert len(list((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))) == 1
     meta = json.loads((project / "packages" / "en_crf_tagger_ewt-0.1.0" / "meta.json").read_text())
     assert any(req.startswith("spacy-crf") for req in meta["requirements"])
 
@@ -203,7 +203,7 @@ def link_torch(venv):
 @pytest.mark.slow
 def test_packaged_models_load_in_a_fresh_venv(project, tmp_path):
     """pip install the wheels into a new venv; spacy.load finds the models."""
-    crf_wheel = next((project / "packages").glob("spacy_crf-*-py3-none-any.whl"))  # built by `package-*`
+    [crf_wheel] = (project / "packages").glob("spacy_crf-*-py3-none-any.whl")  # built by `package-spacy-crf`
     model_wheels = sorted((project / "packages").glob("*/dist/*.whl"))
     assert len(model_wheels) == 3
     venv = tmp_path / "venv"
@@ -302,6 +302,8 @@ def test_template_has_a_workflow_per_component_and_the_quickstart():
     assert workflows["all"] == workflows["tagger"]
     for component, convert in [("tagger", "convert"), ("morphologizer", "convert"), ("ner", "convert-ner")]:
         assert workflows[component] == [convert, f"train-{component}", f"evaluate-{component}", f"package-{component}"]
+    # the spacy-crf wheel needs a clone of spacy-crf (and pip's build tools): on request only
+    assert not any("package-spacy-crf" in steps for steps in workflows.values())
     factories = {"tagger": "crf_tagger", "morphologizer": "crf_morphologizer", "ner": "crf_ner"}
     for component, factory in factories.items():
         config_name = project["vars"][f"{component}_config"]
