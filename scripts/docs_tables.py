@@ -14,6 +14,7 @@ import argparse
 import functools
 import io
 import json
+import math
 import re
 import shutil
 import statistics
@@ -270,13 +271,14 @@ def _measured_on(record: dict) -> Tuple[str, str]:
     return where, taus
 
 
-def entity_probabilities(root: Path, prefix: str = "crossfit_") -> Optional[str]:
-    """metrics/calibration/PREFIX*.json: scripts.entity_probabilities records.
+def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "calibration") -> Optional[str]:
+    """metrics/FOLDER/PREFIX*.json: scripts.entity_probabilities records.
     "crossfit_" (the project's entity-probabilities-crossfit): each dev half
     measured by the pipeline calibrated on the other, pooled (`--and`);
     "folds_" (entity-probabilities-folds): each train fold measured by the
-    pipeline trained on the other folds."""
-    paths = sorted((root / "metrics" / "calibration").glob(f"{prefix}*.json"))
+    pipeline trained on the other folds; "probabilities_" in trf/
+    (trf-ner-probabilities): crossfit_'s on the transformer."""
+    paths = sorted((root / "metrics" / folder).glob(f"{prefix}*.json"))
     records = {path.stem[len(prefix):]: load(path) for path in paths}
     # the precision/recall plot of a record: pr_PREFIXNAME.png
     plots = {path.stem[len(prefix):]: f"pr_{path.stem}.png" for path in paths}
@@ -309,7 +311,7 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_") -> Optional[str]
             cells.append(f"{fmt(row['precision'])} / {fmt(row['recall'])} / {fmt(row['f1'])}")
         curve.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
     images = [f"![precision and recall over t, {name}](images/{plots[name]})" for name in records
-              if (root / "metrics" / "calibration" / plots[name]).exists()]
+              if (root / "metrics" / folder / plots[name]).exists()]
     first = next(iter(records.values()))
     head = (f"{environment_line(*records.values())} {'Gold tokens' if first.get('gold_preproc') else 'Raw text'}; "
             "ECE: 15 equal-width bins; the ECE of sampling alone is what a perfectly calibrated model with the same "
@@ -317,6 +319,102 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_") -> Optional[str]
     return (head + "\n\n" + "\n".join(lines) + "\n\nKeeping only the entities with probability >= t "
             "(`crf_ner`'s `threshold`), in percent:\n\n" + "\n".join(curve)
             + ("\n\n" + "\n".join(images) if images else ""))
+
+
+TRF_TASKS = (  # metrics/trf/FILE.json, the task, the share of the train docs, the scores shown
+    ("tagger", "XPOS, UD English EWT", "100%", ["tag_acc"]),
+    ("morph", "UPOS + FEATS, UD English EWT", "100%", ["pos_acc", "morph_acc"]),
+    ("ner", "entities, Universal NER English EWT", "100%", ["ents_f"]),
+    ("ner_25", "entities, Universal NER English EWT", "25%", ["ents_f"]),
+    ("ner_10", "entities, Universal NER English EWT", "10%", ["ents_f"]),
+)
+PEER_COMPONENTS = {"tagger": "spaCy tagger", "morphologizer": "spaCy morphologizer", "ner": "spaCy ner",
+                   "beam_ner": "spaCy beam_ner"}
+
+
+def mcnemar_p(chi2: float) -> float:
+    """The p-value of McNemar's chi-squared (1 degree of freedom)."""
+    return math.erfc(math.sqrt(chi2 / 2))
+
+
+def _p(value: float) -> str:
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def _score(system: Dict, key: str) -> str:
+    if key == "ents_f":
+        return f"{system['ents_f']:.2f} ({system['ents_p']:.1f} / {system['ents_r']:.1f})"
+    return f"{system[key]:.2f}"
+
+
+def _seconds(system: Dict) -> str:
+    seconds = (system.get("train_time") or {}).get("seconds")
+    return "-" if seconds is None else f"{seconds / 60:.1f} min"
+
+
+def transformer_rows(records: Dict[str, Dict], tasks=TRF_TASKS, compact: bool = False) -> List[str]:
+    """One row per (task, train share, score, spaCy system): CRF against spaCy on the encoder."""
+    rows = []
+    for name, task, share, keys in tasks:
+        r = records.get(name)
+        if r is None:
+            continue
+        crf = r["systems"]["crf"]
+        for peer, paired in r["paired"].items():
+            other = r["systems"][peer]
+            if compact and other["component"] == "beam_ner":
+                continue
+            for key in keys:
+                if r["task"] == "ner":
+                    test = (f"{paired['delta']:+.2f} [{paired['delta_95_low']:+.2f}, {paired['delta_95_high']:+.2f}], "
+                            f"p = {_p(paired['p_value'])}")
+                else:
+                    mc = paired[{"tag_acc": "tag_", "pos_acc": "pos_", "morph_acc": "morph"}[key]]
+                    test = (f"{crf[key] - other[key]:+.2f}, chi2 = {mc['mcnemar_chi2']:.1f}, "
+                            f"p = {_p(mcnemar_p(mc['mcnemar_chi2']))}")
+                ratio = crf["words_per_second"] / other["words_per_second"]
+                cells = [task, share, key.replace("ents_f", "ents_f (P / R)"), f"`{crf['component']}` {_score(crf, key)}",
+                         f"{PEER_COMPONENTS.get(other['component'], other['component'])} {_score(other, key)}", test]
+                if not compact:
+                    cells += [f"{_seconds(crf)} / {_seconds(other)}",
+                              f"{crf['words_per_second']:,} / {other['words_per_second']:,} ({ratio:.2f}x)"]
+                else:
+                    cells += [f"{ratio:.2f}x"]
+                rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def _budget(records: Dict[str, Dict]) -> str:
+    first = next(iter(records.values()))
+    t = first["systems"]["crf"]["training"]
+    lr = t["learn_rate"]
+    lr_text = (f"peak learning rate {lr['initial_rate']:g} after {lr['warmup_steps']} warm-up steps, linear decay"
+               if isinstance(lr, dict) else f"learning rate {lr}")
+    return (f"Encoder `{t['encoder']}`; every pipeline {t['max_steps']} steps of `{t['batcher']['@batchers']}` "
+            f"size {t['batcher']['size']}, Adam, {lr_text}, seed {t['seed']}; {first['threads']} torch threads.")
+
+
+def transformer(root: Path, compact: bool = False) -> Optional[str]:
+    """metrics/trf/{tagger,morph,ner,ner_25,ner_10}.json (benchmarks.transformer_compare):
+    the CRF components against spaCy's on one encoder."""
+    records = {name: load(root / "metrics" / "trf" / f"{name}.json") for name, *_ in TRF_TASKS}
+    records = {name: r for name, r in records.items() if r is not None}
+    if not records:
+        return None
+    if compact:
+        lines = ["| task | train docs | score | CRF | spaCy | CRF - spaCy, paired test | words/s CRF / spaCy |",
+                 "|---|---|---|---|---|---|---|"]
+    else:
+        lines = ["| task | train docs | score | CRF | spaCy | CRF - spaCy, paired test | train time CRF / spaCy "
+                 "| `nlp.pipe` words/s CRF / spaCy |",
+                 "|---|---|---|---|---|---|---|---|"]
+    lines += transformer_rows(records, compact=compact)
+    speed_words = {r["speed_words"] for r in records.values()}
+    head = (f"{environment_line(*records.values())} {_budget(records)} Dev scores on gold tokens; "
+            f"words/s: `nlp.pipe` on the first {min(speed_words):,}+ dev words, the pipelines in turn, "
+            "median of 3. Paired tests: McNemar for tokens, a paired bootstrap over docs (10,000 draws; "
+            "difference, 95% interval) for entity F1.")
+    return head + "\n\n" + "\n".join(lines)
 
 
 def gpu_kernels(root: Path) -> Optional[str]:
@@ -370,12 +468,13 @@ def predict_stages_gpu(root: Path, folder: str = "speed") -> Optional[str]:
 
 
 # The plots the tables show (scripts.entity_probabilities, scripts.reliability_pooled).
-IMAGES = ("pr_crossfit_*.png", "pr_folds_*.png", "reliability_folds_*.png")
+IMAGES = ("calibration/pr_crossfit_*.png", "calibration/pr_folds_*.png", "calibration/reliability_folds_*.png",
+          "trf/pr_probabilities_*.png")
 
 
 def copy_images(root: Path) -> None:
-    """The plots the benchmarks page shows, from metrics/calibration/ into docs/images/."""
-    images = [path for pattern in IMAGES for path in sorted((root / "metrics" / "calibration").glob(pattern))]
+    """The plots the benchmarks page shows, from metrics/ into docs/images/."""
+    images = [path for pattern in IMAGES for path in sorted((root / "metrics").glob(pattern))]
     if images:
         (root / "docs" / "images").mkdir(parents=True, exist_ok=True)
     for image in images:
@@ -397,6 +496,10 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # entities and calibration
     "entity-probabilities-crossfit": functools.partial(entity_probabilities, prefix="crossfit_"),
     "entity-probabilities-folds": functools.partial(entity_probabilities, prefix="folds_"),
+    # on a transformer
+    "transformer": transformer,
+    "transformer-headline": functools.partial(transformer, compact=True),
+    "transformer-probabilities": functools.partial(entity_probabilities, prefix="probabilities_", folder="trf"),
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,

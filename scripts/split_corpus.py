@@ -19,8 +19,16 @@ folds; round robin gives every fold every genre. For a corpus with entities
 the command prints, per fold, the share of the held-out entities whose text
 (lower-cased) is also an entity of the rest, and with --dev DEV.spacy the
 same share of the dev set's entities in the whole corpus, to compare.
+
+    python -m scripts.split_corpus corpus/uner-train.spacy corpus/uner-train-10.spacy --fraction 0.1 [--seed 0]
+
+With --fraction F, FIRST gets round(F * n) docs drawn at random (a seeded
+shuffle; the docs keep their corpus order) and SECOND, if given, the rest. The
+same seed draws nested samples: the docs of --fraction 0.1 are among those of
+--fraction 0.25, so that a learning curve adds data rather than swapping it.
 """
 import argparse
+import random
 import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -50,6 +58,17 @@ def folds(docs: list, n_folds: int, block: int = 1) -> List[Tuple[list, list]]:
     ]
 
 
+def sample(docs: list, fraction: float, seed: int = 0) -> Tuple[list, list]:
+    """(sample, rest): round(fraction * len(docs)) docs drawn by a seeded
+    shuffle, and the others, each in corpus order. Samples of one seed are nested."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"the fraction must be in (0, 1], got {fraction}")
+    order = list(range(len(docs)))
+    random.Random(seed).shuffle(order)
+    chosen = set(order[: max(1, round(fraction * len(docs)))])
+    return [d for i, d in enumerate(docs) if i in chosen], [d for i, d in enumerate(docs) if i not in chosen]
+
+
 def seen_entities(held_out: list, rest: list) -> Optional[float]:
     """The share of the held-out docs' entities whose lower-cased text is
     also an entity of the rest; None without entities."""
@@ -72,7 +91,22 @@ def main(argv=None) -> int:
     parser.add_argument("--block", type=int, default=None, help="with --folds: consecutive docs dealt together (default 1)")
     parser.add_argument("--output-dir", default=None, help="with --folds: where fold-k.spacy and rest-k.spacy go")
     parser.add_argument("--dev", default=None, help="with --folds: also print the share of this corpus' entities seen")
+    parser.add_argument("--fraction", type=float, default=None, help="FIRST gets this share of the docs, drawn at random")
+    parser.add_argument("--seed", type=int, default=0, help="with --fraction: the draw's seed")
     args = parser.parse_args(argv)
+    if args.fraction is not None:
+        if args.first is None or args.folds or args.interleave or any(x is not None for x in (args.block, args.output_dir, args.dev)):
+            parser.error("--fraction takes FIRST [SECOND] and --seed")
+        docs = list(DocBin().from_disk(args.corpus).get_docs(spacy.blank("xx").vocab))
+        try:
+            chosen, rest = sample(docs, args.fraction, args.seed)
+        except ValueError as err:
+            parser.error(str(err))
+        _save(chosen, args.first)
+        if args.second is not None:
+            _save(rest, args.second)
+        print(f"{len(docs)} docs -> {len(chosen)} in {args.first} (fraction {args.fraction}, seed {args.seed})")
+        return 0
     if not args.folds:
         if args.first is None or args.second is None or any(x is not None for x in (args.block, args.output_dir, args.dev)):
             parser.error("give FIRST and SECOND (halves), or --folds K --output-dir DIR [--block N]")

@@ -26,7 +26,7 @@ def test_shipped_configs_are_complete(config, tmp_path):
     assert shipped == filled
     nlp = spacy.util.load_model_from_config(spacy.util.load_config(CONFIGS / config))
     nlp.create_optimizer()  # what nlp.resume_training() does: no unresolved ${...}
-    assert nlp.pipe_names[-1] in ("crf_tagger", "crf_morphologizer", "crf_ner", "tagger", "morphologizer", "ner")
+    assert nlp.pipe_names[-1] in ("crf_tagger", "crf_morphologizer", "crf_ner", "tagger", "morphologizer", "ner", "beam_ner")
 
 
 @pytest.mark.slow

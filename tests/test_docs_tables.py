@@ -276,3 +276,44 @@ def test_udpipe_table(tmp_path):
     table = udpipe(tmp_path)
     assert "Some CPU (2 logical CPUs)" in table
     assert "| tr_x | UDPipe 1.4.0 tagger | UDPipe's defaults | 90.25 | 86.03 | 84.10 | 82.78 | 3.9 min | 15,359 |" in table
+
+
+def trf_system(component, **scores):
+    return {"component": component, "words_per_second": 1000 if component.startswith("crf") else 1250,
+            "train_time": {"seconds": 330.0}, **scores,
+            "training": {"encoder": "all-MiniLM-L6-v2", "max_steps": 50, "seed": 0,
+                         "batcher": {"@batchers": "spacy.batch_by_padded.v1", "size": 2000},
+                         "learn_rate": {"warmup_steps": 5, "total_steps": 50, "initial_rate": 0.0003}}}
+
+
+def test_transformer_tables(tmp_path):
+    """metrics/trf/*.json (benchmarks.transformer_compare): a row per task, score and
+    spaCy system; the README's compact rows leave out beam_ner and the train times."""
+    from scripts.docs_tables import mcnemar_p, transformer
+
+    assert transformer(tmp_path) is None
+    mc = {"mcnemar_chi2": 3.84}
+    write(tmp_path / "metrics" / "trf" / "tagger.json", {
+        "task": "tagger", "threads": 2, "speed_words": 5000, "environment": ENV,
+        "systems": {"crf": trf_system("crf_tagger", tag_acc=95.5), "spacy": trf_system("tagger", tag_acc=95.0)},
+        "paired": {"spacy": {"tag_": mc}}})
+    boot = {"delta": 1.25, "delta_95_low": -0.5, "delta_95_high": 3.0, "p_value": 0.2}
+    ents = {"ents_f": 60.0, "ents_p": 70.0, "ents_r": 52.5}
+    write(tmp_path / "metrics" / "trf" / "ner_10.json", {
+        "task": "ner", "threads": 2, "speed_words": 5000, "environment": ENV,
+        "systems": {"crf": trf_system("crf_ner", **ents), "spacy": trf_system("ner", **ents),
+                    "beam": trf_system("beam_ner", **ents)},
+        "paired": {"spacy": boot, "beam": boot}})
+    table = transformer(tmp_path)
+    assert "Encoder `all-MiniLM-L6-v2`; every pipeline 50 steps of `spacy.batch_by_padded.v1` size 2000" in table
+    assert "peak learning rate 0.0003 after 5 warm-up steps" in table
+    assert ("| XPOS, UD English EWT | 100% | tag_acc | `crf_tagger` 95.50 | spaCy tagger 95.00 "
+            "| +0.50, chi2 = 3.8, p = 0.0500 | 5.5 min / 5.5 min | 1,000 / 1,250 (0.80x) |") in table
+    assert ("| entities, Universal NER English EWT | 10% | ents_f (P / R) | `crf_ner` 60.00 (70.0 / 52.5) "
+            "| spaCy beam_ner 60.00 (70.0 / 52.5) | +1.25 [-0.50, +3.00], p = 0.2000 |") in table
+    compact = transformer(tmp_path, compact=True)
+    assert "beam_ner" not in compact and "min" not in compact.split("\n\n")[1]
+    assert compact.count("\n| ") == 3  # the header row, and tagger and ner_10 against spaCy's ner
+    assert abs(mcnemar_p(3.84) - 0.05) < 0.001
+    page = rendered_page(tmp_path, "transformer")
+    assert table in page
