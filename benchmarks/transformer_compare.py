@@ -60,9 +60,10 @@ def train_time(model: str) -> Optional[Dict]:
 
 def training_settings(nlp: Language) -> Dict:
     """What the pipeline was trained with: the encoder, budget, batches, schedule and seed."""
-    training = nlp.config["training"]
+    config = nlp.config.interpolate()
+    training = config["training"]
     learn_rate = training["optimizer"].get("learn_rate")
-    transformer = nlp.config["components"].get("transformer", {}).get("model", {})
+    transformer = config["components"].get("transformer", {}).get("model", {})
     return {
         "encoder": Path(str(transformer.get("name", "-"))).name,
         "max_steps": training["max_steps"],
@@ -125,7 +126,7 @@ def summary(result: Dict) -> List[str]:
     lines = []
     for name, system in result["systems"].items():
         values = {k: v for k, v in system.items() if k.endswith(("_acc", "_p", "_r", "_f"))}
-        seconds = (system["train_time"] or {}).get("seconds")
+        seconds = (system["train_time"] or {}).get("train_seconds")
         lines.append(f"{name}: {values} words/s {system['words_per_second']} train {seconds} s")
     for peer, paired in result["paired"].items():
         lines.append(f"crf vs {peer}: {paired}")

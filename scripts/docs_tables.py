@@ -348,7 +348,7 @@ def _score(system: Dict, key: str) -> str:
 
 
 def _seconds(system: Dict) -> str:
-    seconds = (system.get("train_time") or {}).get("seconds")
+    seconds = (system.get("train_time") or {}).get("train_seconds")
     return "-" if seconds is None else f"{seconds / 60:.1f} min"
 
 

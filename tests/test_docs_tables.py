@@ -280,7 +280,7 @@ def test_udpipe_table(tmp_path):
 
 def trf_system(component, **scores):
     return {"component": component, "words_per_second": 1000 if component.startswith("crf") else 1250,
-            "train_time": {"seconds": 330.0}, **scores,
+            "train_time": {"train_seconds": 330.0}, **scores,
             "training": {"encoder": "all-MiniLM-L6-v2", "max_steps": 50, "seed": 0,
                          "batcher": {"@batchers": "spacy.batch_by_padded.v1", "size": 2000},
                          "learn_rate": {"warmup_steps": 5, "total_steps": 50, "initial_rate": 0.0003}}}

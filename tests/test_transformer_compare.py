@@ -199,7 +199,7 @@ def test_compare_taggers_reports_scores_paired_tests_and_speed(tiny, monkeypatch
     examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in gold]
     crf = trained("trf_tagger.cfg", bert, examples, root / "crf")
     peer = trained("trf_tagger_spacy.cfg", bert, examples, root / "spacy")
-    (root / "train_time.json").write_text(json.dumps({"seconds": 1.5}))  # beside both: the parent folder
+    (root / "train_time.json").write_text(json.dumps({"train_seconds": 1.5}))  # beside both: the parent folder
     DocBin(docs=gold).to_disk(root / "dev.spacy")
     out = root / "tagger.json"
     assert transformer_compare.main(["tagger", str(crf), str(peer), str(root / "dev.spacy"), "--output", str(out),
@@ -211,7 +211,9 @@ def test_compare_taggers_reports_scores_paired_tests_and_speed(tiny, monkeypatch
         tagged = list(spacy.load(model).pipe(Doc(nlp.vocab, words=[t.text for t in d]) for d in gold))
         right = sum(t.tag_ == g.tag_ for d, gd in zip(tagged, gold) for t, g in zip(d, gd))
         assert system["tag_acc"] == round(100 * right / n_tokens, 2)
-        assert system["words_per_second"] > 0 and system["train_time"] == {"seconds": 1.5}
+        assert system["words_per_second"] > 0 and system["train_time"] == {"train_seconds": 1.5}
+        assert system["training"]["encoder"] == "bert" and system["training"]["seed"] == 0  # interpolated
+        assert system["training"]["batcher"] == {"@batchers": "spacy.batch_by_padded.v1", "size": 2000}
     paired = result["paired"]["spacy"]["tag_"]
     assert paired["tokens"] == n_tokens and paired["acc_a"] == result["systems"]["crf"]["tag_acc"]
     assert result["speed_ratio"] == pytest.approx(
