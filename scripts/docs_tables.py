@@ -337,8 +337,11 @@ def mcnemar_p(chi2: float) -> float:
     return math.erfc(math.sqrt(chi2 / 2))
 
 
-def _p(value: float) -> str:
-    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+def _p(value: float, floor: float = 0.0) -> str:
+    """"p = 0.0123"; "p <= floor" at a bootstrap's smallest p-value (1 / draws)."""
+    if value <= floor:
+        return f"p <= {floor:g}"
+    return "p < 0.0001" if value < 0.0001 else f"p = {value:.4f}"
 
 
 def _score(system: Dict, key: str) -> str:
@@ -367,11 +370,11 @@ def transformer_rows(records: Dict[str, Dict], tasks=TRF_TASKS, compact: bool = 
             for key in keys:
                 if r["task"] == "ner":
                     test = (f"{paired['delta']:+.2f} [{paired['delta_95_low']:+.2f}, {paired['delta_95_high']:+.2f}], "
-                            f"p = {_p(paired['p_value'])}")
+                            f"{_p(paired['p_value'], 1 / paired['samples'])}")
                 else:
                     mc = paired[{"tag_acc": "tag_", "pos_acc": "pos_", "morph_acc": "morph"}[key]]
                     test = (f"{crf[key] - other[key]:+.2f}, chi2 = {mc['mcnemar_chi2']:.1f}, "
-                            f"p = {_p(mcnemar_p(mc['mcnemar_chi2']))}")
+                            f"{_p(mcnemar_p(mc['mcnemar_chi2']))}")
                 ratio = crf["words_per_second"] / other["words_per_second"]
                 cells = [task, share, key.replace("ents_f", "ents_f (P / R)"), f"`{crf['component']}` {_score(crf, key)}",
                          f"{PEER_COMPONENTS.get(other['component'], other['component'])} {_score(other, key)}", test]

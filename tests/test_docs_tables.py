@@ -297,7 +297,7 @@ def test_transformer_tables(tmp_path):
         "task": "tagger", "threads": 2, "speed_words": 5000, "environment": ENV,
         "systems": {"crf": trf_system("crf_tagger", tag_acc=95.5), "spacy": trf_system("tagger", tag_acc=95.0)},
         "paired": {"spacy": {"tag_": mc}}})
-    boot = {"delta": 1.25, "delta_95_low": -0.5, "delta_95_high": 3.0, "p_value": 0.2}
+    boot = {"delta": 1.25, "delta_95_low": -0.5, "delta_95_high": 3.0, "p_value": 0.2, "samples": 10000}
     ents = {"ents_f": 60.0, "ents_p": 70.0, "ents_r": 52.5}
     write(tmp_path / "metrics" / "trf" / "ner_10.json", {
         "task": "ner", "threads": 2, "speed_words": 5000, "environment": ENV,
@@ -317,3 +317,6 @@ def test_transformer_tables(tmp_path):
     assert abs(mcnemar_p(3.84) - 0.05) < 0.001
     page = rendered_page(tmp_path, "transformer")
     assert table in page
+    write(tmp_path / "metrics" / "trf" / "ner_10.json", {**json.loads((tmp_path / "metrics" / "trf" / "ner_10.json").read_text()),
+                                                         "paired": {"spacy": {**boot, "p_value": 0.0001}}})
+    assert "+1.25 [-0.50, +3.00], p <= 0.0001 |" in transformer(tmp_path)  # the bootstrap's floor, 1 / draws
