@@ -17,6 +17,10 @@ The component therefore runs its torch work inside `torch_threads(setting)`:
                   not pick itself (one thread per physical core, per logical
                   CPU, or per CPU the process may run on)
 
+(`update` under an upstream transformer keeps the process's count with
+"auto": the transformer's backward pass runs inside it; see
+components/training.py.)
+
 The same count holds for numpy's BLAS (OpenBLAS, whose pool of one thread per
 core spins the same way) in the Thinc layers the component runs, through
 threadpoolctl.

@@ -90,3 +90,47 @@ def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch
         "--output", str(tmp_path / "scores.json"),
     )
     assert json.loads((tmp_path / "scores.json").read_text())["ents_f"] >= 0.9
+
+
+def test_update_under_a_transformer_keeps_the_process_threads(tmp_path, monkeypatch):
+    """With threads = 0 (auto) crf_tagger's update runs the transformer's
+    backward (through the listener) on the process's threads, not one; a
+    crf_tagger without a transformer keeps auto's count."""
+    import torch
+    from spacy.tokens import Doc
+    from spacy.training import Example
+
+    from spacy_crf.components.training import TrainingMixin, listens_to_a_transformer
+    from spacy_crf.threads import resolve_threads
+
+    from .helpers import make_nlp
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    save_tiny_bert(tmp_path / "bert")
+    config = spacy.util.load_config(CONFIGS / "trf_tagger.cfg", overrides={"paths.transformer": str(tmp_path / "bert")},
+                                    interpolate=False)
+    with_transformer = spacy.util.load_model_from_config(config, auto_fill=True)
+    without = make_nlp()
+    seen = {}
+    step = TrainingMixin._step
+
+    def recording_step(self, *args, **kwargs):
+        seen[self.name, listens_to_a_transformer(self.model)] = torch.get_num_threads()
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(TrainingMixin, "_step", recording_step)
+    # a process that chose no count (the tests set OMP_NUM_THREADS): auto alone takes one thread
+    monkeypatch.setattr("spacy_crf.threads.user_chose_threads", lambda count: False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    process = torch.get_num_threads()
+    for nlp in (with_transformer, without):
+        examples = [Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))
+                    for words, tags in SENTENCES]
+        nlp.initialize(lambda: examples)
+        nlp.update(examples)
+    after = torch.get_num_threads()
+    torch.set_num_threads(before)
+    assert seen[("crf_tagger", True)] == process
+    assert seen[("crf_tagger", False)] == resolve_threads(0, process) == 1
+    assert after == process

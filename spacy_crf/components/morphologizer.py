@@ -67,7 +67,7 @@ def make_crf_morphologizer(
         store_confidence: Write the marginal probability of each token's predicted label to
             token._.crf_confidence.
         threads: CPU threads of the component's torch work; 0 (auto) is one thread unless the process
-            chose a count.
+            chose a count; training under a transformer keeps the process's count.
         quantize: "none", "int8" or "bf16": CPU prediction through a quantized copy of the network.
         scorer: The scorer, `spacy_crf.morphologizer_scorer.v1`: pos_acc, morph_acc, morph_per_feat and
             pos_morph_acc as spaCy's morphologizer scores them (tag_acc and tag_pos_morph_acc for

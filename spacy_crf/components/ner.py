@@ -87,7 +87,7 @@ def make_crf_ner(
         store_confidence: Write the marginal probability of each token's predicted tag to
             token._.crf_confidence.
         threads: CPU threads of the component's torch work; 0 (auto) is one thread unless the process
-            chose a count.
+            chose a count; training under a transformer keeps the process's count.
         quantize: "none", "int8" or "bf16": CPU prediction through a quantized copy of the network.
         scorer: The scorer, `spacy_crf.ner_scorer.v1`: ents_p, ents_r, ents_f and ents_per_type (and
             ents_prob_ece/_brier with store_entity_probs).

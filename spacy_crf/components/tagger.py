@@ -83,7 +83,8 @@ def make_crf_tagger(
         store_confidence: Write the marginal probability of each token's predicted label to
             token._.crf_confidence.
         threads: CPU threads of the component's torch work; 0 (auto) is one thread unless the process
-            chose a count (OMP_NUM_THREADS, MKL_NUM_THREADS or torch.set_num_threads).
+            chose a count (OMP_NUM_THREADS, MKL_NUM_THREADS or torch.set_num_threads); training under a
+            transformer keeps the process's count (the encoder's backward runs in the update).
         quantize: "none"; "int8" predicts on the CPU with an int8 copy of the LSTM and linear layers;
             "bf16" with a bfloat16 copy. Training, saving and the GPU use the float32 network.
         scorer: The scorer, `spacy_crf.tagger_scorer.v1`: tag_acc and/or pos_acc.

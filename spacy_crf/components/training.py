@@ -1,6 +1,7 @@
 """Training of the CRF components: `update` (one CRF NLL step on gold
 labels), `rehearse` (one step towards what the component decoded before
 fine-tuning) and `get_loss`."""
+import functools
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
@@ -12,7 +13,33 @@ from thinc.api import Optimizer, set_dropout_rate
 from ..errors import Errors
 from ..ml import CRFBatch, crf_batch_loss
 from ..targets import gold_ids
-from ..threads import in_torch_threads
+from ..threads import in_torch_threads, torch_threads
+
+TRANSFORMER_LISTENER = "transformer-listener"  # spacy-transformers' TransformerListener
+
+
+def listens_to_a_transformer(model) -> bool:
+    """Whether the model reads an upstream transformer through its listener."""
+    return any(node.name == TRANSFORMER_LISTENER for node in model.walk())
+
+
+def in_training_threads(method):
+    """update and rehearse: `in_torch_threads`, except that with "auto" threads
+    (0) a component that listens to an upstream transformer keeps the
+    process's thread count. The transformer's backward pass runs inside this
+    update (the listener passes the gradient up), and it is a large
+    computation that one thread would slow down about twofold, as it would
+    not under spaCy's own components."""
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        if self.threads == 0 and listens_to_a_transformer(self.model):
+            return method(self, *args, **kwargs)
+        with torch_threads(self.threads):
+            return method(self, *args, **kwargs)
+
+    return wrapped
+
 
 # per example, the rejected spans (start, end, type index); and the span patterns
 RejectedSpans = Tuple[Optional[List[List[Tuple[int, int, int]]]], Optional[List[Tuple[int, int, int, int, int]]]]
@@ -30,7 +57,7 @@ class TrainingMixin:
         """
         TrainablePipe.finish_update(self, sgd)  # type: ignore[arg-type]
 
-    @in_torch_threads
+    @in_training_threads
     def update(
         self,
         examples: Iterable[Example],
@@ -57,7 +84,7 @@ class TrainingMixin:
         docs = [eg.predicted for eg in examples]
         return self._step(docs, lambda batch: self.get_loss(examples, batch), drop, sgd, losses)
 
-    @in_torch_threads
+    @in_training_threads
     def rehearse(
         self,
         examples: Iterable[Example],
