@@ -144,7 +144,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="another spaCy pipeline to compare (e.g. beam=training/trf/trf_ner_beam/model-last)")
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--speed-words", type=int, default=5000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--samples", type=int, default=10000, help="bootstrap draws (ner)")
     args = parser.parse_args(argv)

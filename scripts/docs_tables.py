@@ -413,9 +413,10 @@ def transformer(root: Path, compact: bool = False) -> Optional[str]:
                  "|---|---|---|---|---|---|---|---|"]
     lines += transformer_rows(records, compact=compact)
     speed_words = {r["speed_words"] for r in records.values()}
+    rounds = {len(s.get("words_per_second_runs") or [0]) for r in records.values() for s in r["systems"].values()}
     head = (f"{environment_line(*records.values())} {_budget(records)} Dev scores on gold tokens; "
             f"words/s: `nlp.pipe` on the first {min(speed_words):,}+ dev words, the pipelines in turn, "
-            "median of 3. Paired tests: McNemar for tokens, a paired bootstrap over docs (10,000 draws; "
+            f"median of {'/'.join(str(n) for n in sorted(rounds))} rounds. Paired tests: McNemar for tokens, a paired bootstrap over docs (10,000 draws; "
             "difference, 95% interval) for entity F1.")
     return head + "\n\n" + "\n".join(lines)
 
