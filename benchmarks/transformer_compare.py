@@ -43,8 +43,12 @@ def dev_docs(nlp: Language, path: str, task: str) -> List[Doc]:
     docs = list(DocBin().from_disk(path).get_docs(nlp.vocab))
     if task == "ner":
         return docs
-    return [sent.as_doc() if doc.has_annotation("SENT_START") else doc for doc in docs
-            for sent in (doc.sents if doc.has_annotation("SENT_START") else [doc])]
+    return [sentence for doc in docs for sentence in sentences(doc)]
+
+
+def sentences(doc: Doc) -> List[Doc]:
+    """The doc's sentences, each a doc; the doc itself where it has no sentence boundaries."""
+    return [sent.as_doc() for sent in doc.sents] if doc.has_annotation("SENT_START") else [doc]
 
 
 def predict(nlp: Language, gold: List[Doc], batch_size: int = 64) -> List[Doc]:
