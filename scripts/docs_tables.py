@@ -339,7 +339,7 @@ def mcnemar_p(chi2: float) -> float:
 
 def _p(value: float, floor: float = 0.0) -> str:
     """"p = 0.0123"; "p <= floor" at a bootstrap's smallest p-value (1 / draws)."""
-    if value <= floor:
+    if floor and value <= floor:
         return f"p <= {floor:g}"
     return "p < 0.0001" if value < 0.0001 else f"p = {value:.4f}"
 
