@@ -31,6 +31,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from scripts.paired_bootstrap import entity_counts, paired_bootstrap, precision_recall_f1
+from scripts.common import gold_sentences
 from scripts.paired_test import compare
 
 from .common import bare, pipe_rates_in_turn, write_json
@@ -40,15 +41,9 @@ TASKS = {"tagger": ["tag_"], "morph": ["pos_", "morph"], "ner": []}
 
 def dev_docs(nlp: Language, path: str, task: str) -> List[Doc]:
     """The gold docs: a sentence per doc for tags, the corpus' docs for entities."""
-    docs = list(DocBin().from_disk(path).get_docs(nlp.vocab))
     if task == "ner":
-        return docs
-    return [sentence for doc in docs for sentence in sentences(doc)]
-
-
-def sentences(doc: Doc) -> List[Doc]:
-    """The doc's sentences, each a doc; the doc itself where it has no sentence boundaries."""
-    return [sent.as_doc() for sent in doc.sents] if doc.has_annotation("SENT_START") else [doc]
+        return list(DocBin().from_disk(path).get_docs(nlp.vocab))
+    return gold_sentences(path, nlp.vocab)
 
 
 def predict(nlp: Language, gold: List[Doc], batch_size: int = 64) -> List[Doc]:

@@ -10,13 +10,19 @@ from spacy.vocab import Vocab
 
 
 def gold_sentences(corpus_path: str, vocab: Vocab) -> List[Doc]:
-    """The corpus' sentences, one doc each, as `spacy evaluate --gold-preproc` reads them.
+    """The corpus' sentences, one doc each, as `spacy evaluate --gold-preproc` reads them
+    (a doc without sentence boundaries is one sentence).
 
     corpus_path (str): a .spacy file.
     vocab (Vocab): the vocab the docs use.
     RETURNS (List[Doc]): one doc per sentence, with its gold annotation.
     """
-    return [sent.as_doc() for doc in DocBin().from_disk(corpus_path).get_docs(vocab) for sent in doc.sents]
+    return [sent for doc in DocBin().from_disk(corpus_path).get_docs(vocab) for sent in sentences(doc)]
+
+
+def sentences(doc: Doc) -> List[Doc]:
+    """The doc's sentences, each a doc; the doc itself where it has no sentence boundaries."""
+    return [sent.as_doc() for sent in doc.sents] if doc.has_annotation("SENT_START") else [doc]
 
 
 def tag_gold_tokens(model_path: str, gold_docs: List[Doc]) -> Iterator[Doc]:
