@@ -4,9 +4,10 @@ its weights. No spaCy, no torch."""
 import hashlib
 import json
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
-from typing import Any, Callable, Dict, Union
+from typing import Any, Callable, Dict, Tuple, Union
 
 # The name of every temporary file `write_atomic` makes starts with this (a
 # killed writer can leave one: see `spacy_crf.corpus.outputs.remove_temporary_files`).
@@ -18,14 +19,16 @@ def write_atomic(path: Union[str, Path], data: Union[bytes, str, Callable[[Path]
     """Write the file through a temporary file in its folder, flushed to disk
     and renamed over it.
 
+    The file gets the mode a plain `open(path, "w")` gives it: an existing
+    file keeps its mode, a new one gets 0o666 less the process's umask.
+
     path (Union[str, Path]): the file.
     data (Union[bytes, str, Callable[[Path], Any]]): its content (str is
         written as UTF-8), or a function that writes the file at the path it
         is given.
     """
     path = Path(path)
-    fd, name = tempfile.mkstemp(prefix=f"{TEMPORARY_PREFIX}{path.name}.", dir=path.parent)
-    temporary = Path(name)
+    fd, temporary = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as file:
             if not callable(data):
@@ -38,6 +41,25 @@ def write_atomic(path: Union[str, Path], data: Union[bytes, str, Callable[[Path]
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def _create_temporary(path: Path) -> Tuple[int, Path]:
+    """A new file beside `path` (opened for writing, O_EXCL) with the mode
+    `path` has, or, where there is none, the umask's (the kernel applies it)."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    while True:
+        temporary = path.parent / f"{TEMPORARY_PREFIX}{path.name}.{secrets.token_hex(4)}"
+        try:
+            fd = os.open(temporary, flags, 0o666)
+        except FileExistsError:
+            continue
+        if mode is not None:
+            os.chmod(fd if os.chmod in os.supports_fd else temporary, mode)
+        return fd, temporary
 
 
 def file_sha256(path: Union[str, Path]) -> str:
