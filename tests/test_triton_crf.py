@@ -18,7 +18,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-triton = pytest.importorskip("triton")
+triton = pytest.importorskip("triton", minversion="3.0")
 
 from spacy_crf.nn import (  # noqa: E402
     NEG_INF,

@@ -14,7 +14,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-triton = pytest.importorskip("triton")
+triton = pytest.importorskip("triton", minversion="3.0")
 
 from spacy_crf.nn import factored  # noqa: E402
 from spacy_crf.nn.kernels import dispatch, triton_factored  # noqa: E402

@@ -69,10 +69,28 @@ def kernel_mode(kernels: Optional[str] = None) -> str:
     return kernels
 
 
+# The kernels use Triton 3's interpreter and language; torch < 2.4 brings Triton 2.
+MIN_TRITON = (3, 0)
+
+
+def triton_usable() -> bool:
+    """Whether a Triton the kernels can run on is installed (3.0 or later)."""
+    if importlib.util.find_spec("triton") is None:
+        return False
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = tuple(int(part) for part in version("triton").split(".")[:2])
+    except (PackageNotFoundError, ValueError):
+        return False
+    return release >= MIN_TRITON
+
+
 @lru_cache(maxsize=1)
 def _kernels() -> Optional[ModuleType]:
-    """The kernel module, or None where Triton is not installed."""
-    if importlib.util.find_spec("triton") is None:
+    """The kernel module, or None where Triton 3 is not installed (torch's
+    code runs then)."""
+    if not triton_usable():
         return None
     from . import triton_crf
 
