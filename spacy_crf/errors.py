@@ -264,6 +264,20 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
     )
     E118 = "The output '{path}' is not a folder that can be written: {reason}. Pass a folder (it is created if missing)."
     E119 = "Cannot write shard '{shard}' into '{path}': {reason}."
+    E120 = (
+        "'{path}' is a symbolic link inside the output folder: the job writes "
+        "and deletes only real files and folders inside it. Remove the link "
+        "(or write to a new folder)."
+    )
+    E121 = (
+        "Another job is writing into '{path}' ({holder}): one job per output "
+        "folder. Wait for it to finish, or write to another folder."
+    )
+    E122 = (
+        "The input file '{file}' changed while the job ran ({detail}): its "
+        "records from there on would be lost or tagged from another file. "
+        "Start over with --overwrite (overwrite=True) once the file is final."
+    )
 
 
 class CorpusWarnings(metaclass=ErrorsWithCodes):

@@ -196,7 +196,7 @@ def test_changed_settings_or_model_in_the_same_output_are_refused(model, ner_mod
     summary = tag(ner_model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=4, overwrite=True)
     assert summary.shards_written == 1 and summary.docs == 3
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "in.jsonl.00000.jsonl", "job.json", "manifest.jsonl", "mine.txt"
+        ".lock", "in.jsonl.00000.jsonl", "job.json", "manifest.jsonl", "mine.txt"
     ]
 
 

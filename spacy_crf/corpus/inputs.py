@@ -65,6 +65,8 @@ class Shard:
     stop (int): one past the last record.
     size (int): the input file's size in bytes.
     sha256 (str): the input file's sha256 (hex), with `size` its fingerprint.
+    mtime_ns (int): the file's modification time when the job planned it: a
+        file that changes during the run is caught when its shard completes.
     """
 
     name: str
@@ -75,6 +77,7 @@ class Shard:
     stop: int
     size: int = 0
     sha256: str = ""
+    mtime_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,10 +159,10 @@ def plan_shards(
         else:
             docs, sha256 = _docbin_records(str(path))
             n_records, offsets = len(docs), {}
-        size = path.stat().st_size
+        stat = path.stat()
         for k, start in enumerate(range(0, n_records, shard_size)):
             stop = min(start + shard_size, n_records)
-            shard = Shard(f"{source}.{k:05d}", str(path), source, fmt, start, stop, size, sha256)
+            shard = Shard(f"{source}.{k:05d}", str(path), source, fmt, start, stop, stat.st_size, sha256, stat.st_mtime_ns)
             shards.append(shard)
             chunks[shard.name] = [
                 Chunk(shard, i, s, min(s + batch_size, stop), offsets.get(s, 0))
@@ -202,6 +205,20 @@ def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: 
     if data.bad and on_error == "raise":
         raise BadRecordError(data.bad[0]["message"])
     return data
+
+
+def input_changed(shard: Shard) -> Optional[str]:
+    """How a shard's input file differs from when the job planned it (its
+    size or modification time), or None where it does not."""
+    try:
+        stat = os.stat(shard.path)
+    except OSError as err:
+        return f"it cannot be read now: {err.strerror or err}"
+    if stat.st_size != shard.size:
+        return f"{shard.size} bytes when the job began, {stat.st_size} now"
+    if shard.mtime_ns and stat.st_mtime_ns != shard.mtime_ns:
+        return "modified since the job began"
+    return None
 
 
 def bad_record(shard: Shard, position: int, code: str, reason: str, record_id: Any = None) -> Dict[str, Any]:
@@ -262,7 +279,11 @@ def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[It
     with open(shard.path, "rb") as file_:
         file_.seek(chunk.offset)
         for position in range(chunk.start, chunk.stop):
-            raw = file_.readline().rstrip(b"\r\n")
+            line_bytes = file_.readline()
+            if not line_bytes:  # the end of the file, before the planned end: it shrank
+                yield position, None, ("the file ended before this line: it changed after the job planned it", None)
+                continue
+            raw = line_bytes.rstrip(b"\r\n")
             if not raw.strip():
                 continue  # blank lines are no documents
             try:

@@ -12,12 +12,13 @@ import spacy
 from ..errors import BadRecordError, CorpusErrors
 from .parquet import import_pyarrow
 from .pipeline import ChunkResult, load_pipeline
-from .inputs import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, plan_shards
+from .inputs import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, input_changed, plan_shards
 from .outputs import (
     OUTPUT_FORMATS,
     check_job,
     clear_job,
     file_entry,
+    job_lock,
     read_manifest,
     remove_temporary_files,
     verify_shard,
@@ -151,38 +152,39 @@ def tag_corpus(
         output_path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ValueError(CorpusErrors.E118.format(path=output_path, reason=err.strerror or err)) from err
-    if overwrite:
-        clear_job(output_path)
-    check_job(output_path, {
-        "version": 2,
-        "input": str(input_path.resolve()),
-        "input_format": input_format,
-        "output_format": output_format,
-        "shard_size": shard_size,
-        "text_field": text_field,
-        "id_field": id_field,
-        "model": f"{nlp.meta.get('lang', '')}_{nlp.meta.get('name', '')}-{nlp.meta.get('version', '')}",
-        "model_sha256": hashlib.sha256(nlp.to_bytes()).hexdigest(),
-    }, {shard.source: {"size": shard.size, "sha256": shard.sha256} for shard in shards})
-    remove_temporary_files(output_path)
-    done = read_manifest(output_path)
-    todo = []
-    for shard in shards:
-        if shard.name in done:
-            problem = verify_shard(output_path, done[shard.name], start=shard.start, stop=shard.stop)
-            if problem is None:
-                continue
-            print(f"redoing shard {shard.name}, listed as complete: {problem}", file=sys.stderr)
-        todo.append(shard)
-    summary = TagSummary(shards=len(shards), shards_skipped=len(shards) - len(todo), output=str(output_path))
-    if max_shards is not None:
-        todo = todo[:max_shards]
-    summary.shards_redone = sum(shard.name in done for shard in todo)
-    work = [chunk for shard in todo for chunk in chunks[shard.name]]
-    if work:
-        _run(nlp, todo, work, _Manifest(output_path, done), summary, engine=engine, workers=workers,
-             gpus_per_worker=gpus_per_worker, batch_size=batch_size, output_format=output_format, options=options,
-             on_error=on_error, address=address, runtime_env=runtime_env, progress=progress)
+    with job_lock(output_path):
+        if overwrite:
+            clear_job(output_path)
+        check_job(output_path, {
+            "version": 2,
+            "input": str(input_path.resolve()),
+            "input_format": input_format,
+            "output_format": output_format,
+            "shard_size": shard_size,
+            "text_field": text_field,
+            "id_field": id_field,
+            "model": f"{nlp.meta.get('lang', '')}_{nlp.meta.get('name', '')}-{nlp.meta.get('version', '')}",
+            "model_sha256": hashlib.sha256(nlp.to_bytes()).hexdigest(),
+        }, {shard.source: {"size": shard.size, "sha256": shard.sha256} for shard in shards})
+        remove_temporary_files(output_path)
+        done = read_manifest(output_path)
+        todo = []
+        for shard in shards:
+            if shard.name in done:
+                problem = verify_shard(output_path, done[shard.name], start=shard.start, stop=shard.stop)
+                if problem is None:
+                    continue
+                print(f"redoing shard {shard.name}, listed as complete: {problem}", file=sys.stderr)
+            todo.append(shard)
+        summary = TagSummary(shards=len(shards), shards_skipped=len(shards) - len(todo), output=str(output_path))
+        if max_shards is not None:
+            todo = todo[:max_shards]
+        summary.shards_redone = sum(shard.name in done for shard in todo)
+        work = [chunk for shard in todo for chunk in chunks[shard.name]]
+        if work:
+            _run(nlp, todo, work, _Manifest(output_path, done), summary, engine=engine, workers=workers,
+                 gpus_per_worker=gpus_per_worker, batch_size=batch_size, output_format=output_format, options=options,
+                 on_error=on_error, address=address, runtime_env=runtime_env, progress=progress)
     summary.seconds = time.perf_counter() - start_time
     summary.words_per_second = summary.words / summary.seconds if summary.seconds else 0.0
     return summary
@@ -291,6 +293,9 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], manifest: _Manifest, su
             parts = received[result.shard]
             if len(parts) == n_chunks[result.shard]:
                 shard = by_name[result.shard]
+                changed = input_changed(shard)
+                if changed is not None:
+                    raise ValueError(CorpusErrors.E122.format(file=shard.path, detail=changed))
                 ordered = [parts[i] for i in range(len(parts))]
                 bad = [entry for part in ordered for entry in part.bad]
                 try:

@@ -17,13 +17,21 @@ shard that has any). The manifest (manifest.jsonl, one line per finished shard,
 written after the shard's files) is the commit: it lists each shard's files
 with their sizes and sha256, which a rerun checks before it trusts them. The
 job's settings and the fingerprints of its input files are in job.json.
+
+The job holds OUTPUT/.lock while it runs (one job per folder), and writes,
+renames and deletes only real files inside OUTPUT: a symbolic link where it
+would write is refused (E120), never followed.
 """
+import contextlib
 import json
+import os
 import pickle
+import re
+import socket
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc, DocBin
 
@@ -36,6 +44,9 @@ EXTENSIONS = {"docbin": ".spacy", "parquet": ".parquet", "jsonl": ".jsonl"}
 MANIFEST = "manifest.jsonl"
 JOB = "job.json"
 BAD_RECORDS = "bad_records"
+LOCK = ".lock"
+# the file of a shard: its encoded name, a shard number and a format's suffix
+SHARD_FILE = re.compile(r".+\.\d{5}\.(spacy|parquet|jsonl)$")
 
 
 @dataclass(frozen=True)
@@ -105,8 +116,45 @@ def encode_chunk(docs: List[Doc], records: List[Dict[str, Any]], *, output_forma
 
 
 def shard_file(shard_name: str, output_format: str) -> str:
-    """The output file of a shard: its name with "/" as "__", and the format's suffix."""
-    return shard_name.replace("/", "__") + EXTENSIONS[output_format]
+    """The output file of a shard: its name with "%" as "%25" and "/" as
+    "%2F" (so distinct inputs never share a file, and the name reads back),
+    and the format's suffix."""
+    return shard_name.replace("%", "%25").replace("/", "%2F") + EXTENSIONS[output_format]
+
+
+def check_real(output: Path, name: str) -> Path:
+    """The path of `name` inside the output folder, refused (E120) where it
+    or a folder on the way to it is a symbolic link."""
+    path = output
+    for part in Path(name).parts:
+        path = path / part
+        if path.is_symlink():
+            raise ValueError(CorpusErrors.E120.format(path=path))
+    return path
+
+
+@contextlib.contextmanager
+def job_lock(output: Path) -> Iterator[None]:
+    """Hold the output folder for one job; a second job gets E121 at once.
+
+    The lock is an flock on OUTPUT/.lock, which the system releases when its
+    holder ends, however it ends: a killed job leaves no stale lock. The file
+    names the holder (host and pid) for the message."""
+    import fcntl
+
+    fd = os.open(check_real(output, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 200).decode("utf8", "replace").strip() or "unknown"
+        os.close(fd)
+        raise ValueError(CorpusErrors.E121.format(path=output, holder=f"host and pid: {holder}")) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode("utf8"))
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_shard(output: Path, shard_name: str, payloads: Iterable[bytes], *, output_format: str) -> str:
@@ -119,6 +167,7 @@ def write_shard(output: Path, shard_name: str, payloads: Iterable[bytes], *, out
     RETURNS (str): the file name within the output folder.
     """
     name = shard_file(shard_name, output_format)
+    check_real(output, name)
     if output_format == "jsonl":
         write_atomic(output / name, b"".join(payloads))
     elif output_format == "docbin":
@@ -143,8 +192,9 @@ def write_bad_records(output: Path, shard_name: str, bad: List[Dict[str, Any]]) 
     RETURNS (Optional[str]): the file's path within the output folder, or None.
     """
     name = f"{BAD_RECORDS}/{shard_file(shard_name, 'jsonl')}"
+    path = check_real(output, name)
     if not bad:
-        (output / name).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         return None
     (output / BAD_RECORDS).mkdir(exist_ok=True)
     write_atomic(output / name, b"".join(json.dumps(entry, default=str).encode("ascii") + b"\n" for entry in bad))
@@ -158,17 +208,27 @@ def file_entry(output: Path, name: str) -> Dict[str, Any]:
 
 
 def remove_temporary_files(output: Path) -> None:
-    """Delete the partial files that a killed job left behind."""
+    """Delete the partial files that a killed job left behind (real files
+    only: a folder or link of that name stays)."""
+    check_real(output, BAD_RECORDS)
     for folder in (output, output / BAD_RECORDS):
         for path in folder.glob(TEMPORARY_PREFIX + "*"):
-            path.unlink()
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
 
 
 def clear_job(output: Path) -> None:
     """Delete an earlier job from an output folder: the shard and bad-record
-    files that its manifest lists, the manifest, the settings and temporary
-    files. A listed file outside the output folder is left alone (W101)."""
+    files that its manifest lists, and those of shards it wrote but had not
+    yet listed when it was killed (any file named as a shard), the manifest,
+    the settings and temporary files. A listed file outside the output
+    folder is left alone (W101), and so is a link."""
     root = output.resolve()
+    check_real(output, BAD_RECORDS)
+    for folder in (output, output / BAD_RECORDS):
+        for path in folder.glob("*"):
+            if SHARD_FILE.fullmatch(path.name) and path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
     for entry in read_manifest(output).values():
         for listed in (entry.get("file"), (entry.get("bad") or {}).get("file")):
             if not isinstance(listed, str):
