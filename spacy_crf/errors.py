@@ -123,8 +123,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "for the others."
     )
     E024 = (
-        "Component '{name}' was given temperature={value!r}: a finite number "
-        "tau > 0 is expected (the CRF's probabilities are those of "
+        "Component '{name}' was given temperature={value!r}: a number "
+        "tau from 0.01 to 100 is expected (the CRF's probabilities are those of "
         "exp(Score / tau); 1.0 keeps the model's own, and "
         "`python -m spacy_crf calibrate` fits it on annotated docs)."
     )

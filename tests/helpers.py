@@ -241,3 +241,12 @@ def write_morph_docbin(path):
     vocab = spacy.blank("en").vocab
     docs = [Doc(vocab, words=words, pos=pos, morphs=morphs) for words, pos, morphs in MORPH_SENTENCES * 3]
     DocBin(docs=docs).to_disk(path)
+
+
+def with_checksum(cfg, model_bytes):
+    """A cfg with its checksum entry recomputed for the model bytes: a
+    deliberate edit (the checksum guards against corruption, not edits)."""
+    from spacy_crf.files import checksum
+
+    cfg = {k: v for k, v in cfg.items() if k != "checksum"}
+    return {**cfg, "checksum": checksum(cfg, model_bytes)}

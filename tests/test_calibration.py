@@ -30,7 +30,7 @@ from spacy_crf.nn import CRFScores, factored_transitions, marginals
 from spacy_crf.scorers import ner_score, tagger_score, token_scores
 from spacy_crf.targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, span_patterns
 
-from .helpers import MORPH_SENTENCES, SENTENCES, all_paths, brute_score, make_examples, make_nlp, random_batch, train
+from .helpers import MORPH_SENTENCES, SENTENCES, all_paths, brute_score, make_examples, make_nlp, random_batch, train, with_checksum
 from .test_entities import NER_DATA, ner_examples
 from .test_spans import matches, scheme_scores
 
@@ -261,7 +261,7 @@ def test_threshold_reads_tempered_posteriors(ner_nlp):
         tagger.cfg["threshold"] = 0.0
 
 
-@pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf"), "2", None, True])
+@pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf"), "2", None, True, 1e-3, 1e-20, 1e-37, 101.0])
 def test_invalid_temperature_raises(tagger_nlp, value):
     tagger = tagger_nlp.get_pipe("crf_tagger")
     with pytest.raises(ValueError, match=r"\[E024\]"):
@@ -287,7 +287,8 @@ def test_temperature_roundtrip(tagger_nlp, tmp_path):
 def test_pipelines_saved_without_a_temperature_read_one(tagger_nlp, tmp_path):
     tagger_nlp.to_disk(tmp_path)
     cfg = srsly.read_json(tmp_path / "crf_tagger" / "cfg")
-    del cfg["temperature"], cfg["checksum"]  # as spacy-crf 0.1.0 saved it
+    for key in ("temperature", "checksum", "batch_words", "by_sentence"):  # as spacy-crf 0.1.0 saved it
+        del cfg[key]
     srsly.write_json(tmp_path / "crf_tagger" / "cfg", cfg)
     loaded = spacy.load(tmp_path)
     assert loaded.get_pipe("crf_tagger").temperature == 1.0
@@ -306,10 +307,11 @@ def test_an_invalid_saved_temperature_is_refused(tagger_nlp, tmp_path):
     tagger = tagger_nlp.get_pipe("crf_tagger")
     with pytest.raises(ValueError, match=r"\[E007\].*checksum"):  # an edited cfg
         tagger.from_disk(tmp_path / "crf_tagger")
-    del cfg["checksum"]  # edited on purpose
-    srsly.write_json(tmp_path / "crf_tagger" / "cfg", {**cfg, "temperature": -2.0})
-    with pytest.raises(ValueError, match=r"\[E035\].*\[E024\]"):
-        tagger.from_disk(tmp_path / "crf_tagger")
+    model_bytes = (tmp_path / "crf_tagger" / "model").read_bytes()
+    for value in (-2.0, 1e-3, 1e3):  # edited on purpose, the checksum recomputed
+        srsly.write_json(tmp_path / "crf_tagger" / "cfg", with_checksum({**cfg, "temperature": value}, model_bytes))
+        with pytest.raises(ValueError, match=r"\[E035\].*\[E024\]"):
+            tagger.from_disk(tmp_path / "crf_tagger")
     assert tagger.temperature == 1.0
 
 

@@ -2,13 +2,15 @@
 never switches the shared network between train() and eval(), non-finite
 weights and scores are coded errors, saved files are checked and written
 atomically, and fine-tuning learns. Each test fails on spacy-crf 0.3.0."""
+import json
+
 import numpy
 import pytest
 import torch
 
 from spacy_crf.ml import torch_network
 
-from .helpers import make_examples, make_nlp, train
+from .helpers import make_examples, make_nlp, train, with_checksum
 
 DROPOUT_MODEL_SETTINGS = {"dropout": 0.5, "input_dropout": 0.5}
 
@@ -166,9 +168,8 @@ def test_an_invalid_saved_cfg_is_a_coded_error(trained_nlp_on_disk, edit, match)
     with pytest.raises(ValueError, match=r"\[E007\].*checksum"):  # edited: not what was saved
         srsly.write_json(path / "crf_tagger" / "cfg", edit(cfg))
         nlp.get_pipe("crf_tagger").from_disk(path / "crf_tagger", exclude=["vocab"])
-    edited = edit(cfg)
-    del edited["checksum"]  # edited on purpose
-    srsly.write_json(path / "crf_tagger" / "cfg", edited)
+    edited = edit(cfg)  # edited on purpose, the checksum recomputed
+    srsly.write_json(path / "crf_tagger" / "cfg", with_checksum(edited, (path / "crf_tagger" / "model").read_bytes()))
     with pytest.raises(ValueError, match=rf"\[E035\].*{match}"):
         nlp.get_pipe("crf_tagger").from_disk(path / "crf_tagger", exclude=["vocab"])
     assert [t.tag_ for t in nlp("I like green eggs")] == ["N", "V", "J", "N"]
@@ -184,10 +185,12 @@ while True:
 """
 
 
-def test_a_kill_while_saving_leaves_whole_files(tmp_path):
+def test_a_kill_while_saving_leaves_a_component_that_loads(tmp_path):
     """kill -9 of a process that keeps saving the component: each of its
     files is the old one or the new one, never a part (0.3.0 wrote in
-    place, and a killed `spacy train` left a truncated model-last)."""
+    place, and a killed `spacy train` left a truncated model-last), and the
+    component loads, with the weights of one save (1.0 could leave the cfg of
+    one save beside the weights of another: E007)."""
     import os
     import signal
     import subprocess
@@ -207,7 +210,7 @@ def test_a_kill_while_saving_leaves_whole_files(tmp_path):
     trained_nlp().get_pipe("crf_tagger").to_disk(target)
     whole = {name: whole[name] | {(target / name).read_bytes()} for name in whole}
     rng = numpy.random.default_rng(0)
-    for _ in range(2):
+    for _ in range(4):
         with subprocess.Popen(
             [sys.executable, "-c", _SAVE_FOREVER, str(versions[0]), str(versions[1]), str(target)],
             stdout=subprocess.PIPE, text=True,
@@ -217,10 +220,53 @@ def test_a_kill_while_saving_leaves_whole_files(tmp_path):
             os.kill(process.pid, signal.SIGKILL)
         for name in ("cfg", "model"):
             assert (target / name).read_bytes() in whole[name]
-        try:  # the files of one save, or a mix that the checksum refuses
-            make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
-        except ValueError as e:
-            assert "[E007]" in str(e) and "checksum" in str(e)
+        loaded = make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
+        assert loaded.labels
+
+
+@pytest.mark.parametrize("killed_before", ["cfg.next", "model", "rename"])
+def test_a_save_cut_at_any_step_loads_the_old_or_the_new_component(tmp_path, monkeypatch, killed_before):
+    """A save stopped before each of its steps (writing cfg.next, the
+    weights, the rename to cfg) leaves files that load: the old component
+    before the weights are in place, the new one after."""
+    from spacy_crf.components import saving
+
+    from .helpers import make_examples as examples_of
+
+    old, new = make_nlp(), make_nlp()
+    train(old, examples_of(old), steps=1)
+    train(new, examples_of(new), steps=3)
+    target = tmp_path / "component"
+    old.get_pipe("crf_tagger").to_disk(target)
+
+    class Killed(BaseException):
+        pass
+
+    def write_atomic(path, data):
+        if path.name == killed_before:
+            raise Killed
+        saving.write_atomic.__wrapped__(path, data)
+
+    def commit_pending_cfg(path):
+        if killed_before == "rename":
+            raise Killed
+        real_commit(path)
+
+    real_commit = saving.commit_pending_cfg
+    write_atomic.__wrapped__ = saving.write_atomic
+    monkeypatch.setattr(saving, "write_atomic", write_atomic)
+    monkeypatch.setattr(saving, "commit_pending_cfg", commit_pending_cfg)
+    with pytest.raises(Killed):
+        new.get_pipe("crf_tagger").to_disk(target)
+    monkeypatch.undo()
+    loaded = make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
+    expected = new if killed_before == "rename" else old
+    texts = ["I like green eggs", "Eat blue ham"]
+    docs = [expected.make_doc(t) for t in texts]
+    got = loaded.marginals(docs)
+    want = expected.get_pipe("crf_tagger").marginals(docs)
+    for a, b in zip(got, want):
+        numpy.testing.assert_array_equal(a, b)
 
 
 # Fine-tuning
@@ -313,3 +359,50 @@ def test_rehearse_steps_towards_the_pipelines_earlier_labels():
         nlp.update(new, sgd=optimizer)
         nlp.rehearse(raw, sgd=optimizer)
     assert [[t.tag_ for t in nlp(text)] for text in texts] == before_tags
+
+
+def test_every_bit_flip_of_the_checksum_key_is_refused(tmp_path):
+    """With the key's name damaged, the checksum is missing: a cfg saved by
+    1.0 or later without one is refused (E007), never loaded unchecked."""
+    from .helpers import make_examples as examples_of
+
+    nlp = make_nlp()
+    train(nlp, examples_of(nlp), steps=1)
+    nlp.get_pipe("crf_tagger").to_disk(tmp_path / "saved")
+    data = (tmp_path / "saved" / "cfg").read_bytes()
+    at = data.index(b'"checksum"') + 1
+    target = tmp_path / "flipped"
+    target.mkdir()
+    (target / "model").write_bytes((tmp_path / "saved" / "model").read_bytes())
+    loaded = 0
+    for i in range(at, at + len(b"checksum")):
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[i] ^= 1 << bit
+            (target / "cfg").write_bytes(bytes(flipped))
+            try:
+                make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
+                loaded += 1
+            except ValueError as e:
+                assert "[E007]" in str(e) or "[E035]" in str(e)
+    assert loaded == 0
+    cfg = json.loads(data)
+    del cfg["checksum"]
+    (target / "cfg").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"\[E007\].*no \"checksum\" entry"):
+        make_nlp().get_pipe("crf_tagger").from_disk(target, exclude=["vocab"])
+
+
+def test_a_repeated_label_among_many_is_found(tmp_path):
+    from .helpers import make_examples as examples_of
+
+    nlp = make_nlp()
+    train(nlp, examples_of(nlp), steps=1)
+    tagger = nlp.get_pipe("crf_tagger")
+    tagger.to_disk(tmp_path)
+    cfg = json.loads((tmp_path / "cfg").read_text())
+    labels = [f"L{i}" for i in range(40_000)] + ["L7"]
+    cfg = with_checksum({**cfg, "labels": labels}, (tmp_path / "model").read_bytes())
+    (tmp_path / "cfg").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"\[E035\].*'L7' is listed more than once"):
+        tagger.from_disk(tmp_path, exclude=["vocab"])

@@ -26,6 +26,7 @@ from .helpers import (
     tags_of,
     train,
     trained_nlp,
+    with_checksum,
 )
 
 WORDS = ["I", "like", "green", "eggs", "Eat", "blue", "ham", "and", "!"]
@@ -303,8 +304,8 @@ def test_model_file_with_code_is_refused_without_running_it(trained, tmp_path):
     with pytest.raises(ValueError, match=r"\[E007\].*checksum"):  # not the weights saved with the cfg
         tagger.from_disk(tmp_path / "evil")
     cfg = srsly.read_json(tmp_path / "evil" / "cfg")
-    del cfg["checksum"]  # as a crafted file would come
-    srsly.write_json(tmp_path / "evil" / "cfg", cfg)
+    # as a crafted file would come: its checksum recomputed
+    srsly.write_json(tmp_path / "evil" / "cfg", with_checksum(cfg, (tmp_path / "evil" / "model").read_bytes()))
     with pytest.raises(ValueError, match=r"\[E017\]"):
         make_nlp().get_pipe("crf_tagger").from_disk(tmp_path / "evil")
     with pytest.raises(ValueError, match=r"\[E017\]"):

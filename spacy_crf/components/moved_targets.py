@@ -9,6 +9,7 @@ from thinc.api import Model
 
 from ..errors import Errors
 from ..ml import CRFBatch
+from ..scorers import morphologizer_score, ner_score, tagger_score
 from .base import CRFComponent
 from .morphologizer import CRFMorphologizer
 from .ner import CRFEntityRecognizer
@@ -31,7 +32,11 @@ def make_moved_target(
 ) -> CRFComponent:
     """A CRFEntityRecognizer for target "ents" (constraints "auto", and
     crf_tagger's default "none", are BILUO), else a CRFMorphologizer;
-    `common`: the settings all share."""
+    `common`: the settings all share. crf_tagger's own scorer, which scores
+    tags, becomes the new component's (entities, morphology); another scorer
+    is kept."""
+    if scorer is tagger_score:
+        scorer = ner_score if target == "ents" else morphologizer_score
     if target == "ents":
         return CRFEntityRecognizer(
             nlp.vocab, model, name, scheme="BILUO" if constraints in ("auto", "none") else constraints,

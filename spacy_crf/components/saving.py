@@ -3,6 +3,7 @@ itself and the weights, the component's files are written atomically, and
 loading is checked first and leaves the component unchanged on failure."""
 import copy
 import math
+import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
@@ -34,16 +35,37 @@ RUN_SETTINGS = (
 )
 # The cfg entry that holds the checksum of the saved cfg and weights.
 CHECKSUM = "checksum"
+# The cfg of a save in progress: written before the weights and renamed to
+# "cfg" after them, so that a kill at any moment leaves a pair that loads
+# (cfg with the old weights, or this file with the new ones).
+PENDING_CFG = "cfg.next"
+# The cfg keys that only spacy-crf 1.0 and later write, always with a checksum.
+KEYS_SINCE_1_0 = ("batch_words", "by_sentence")
+# Every cfg key any release has written (0.1.0's input_width included).
+SAVED_KEYS = frozenset(RUN_SETTINGS) | {"labels", "target", "temperature", "input_width", CHECKSUM}
+
+
+# The temperatures a component takes: beyond them float32 scores lose the
+# precision that probabilities need (at 1e-3, scores in the tens of
+# thousands: marginals that contradict the Viterbi path; at 1e-20, NaN).
+# `python -m spacy_crf calibrate` fits within the same range.
+MIN_TEMPERATURE = 0.01
+MAX_TEMPERATURE = 100.0
 
 
 def checked_temperature(value: Any, name: str) -> float:
-    """The temperature as a float, or ValueError E024 unless it is a finite
-    real number > 0 (a bool is not one)."""
+    """The temperature as a float, or ValueError E024 unless it is a real
+    number (not a bool) from MIN_TEMPERATURE to MAX_TEMPERATURE."""
     if isinstance(value, bool) or not isinstance(value, (int, float, numpy.integer, numpy.floating)):
         raise ValueError(Errors.E024.format(name=name, value=value))
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and MIN_TEMPERATURE <= value <= MAX_TEMPERATURE):
         raise ValueError(Errors.E024.format(name=name, value=value))
     return float(value)
+
+
+def commit_pending_cfg(path: Path) -> None:
+    """The last step of a save: cfg.next becomes cfg (one rename)."""
+    os.replace(path / PENDING_CFG, path / "cfg")
 
 
 class SavingMixin:
@@ -69,8 +91,11 @@ class SavingMixin:
         return util.to_bytes(serialize, exclude)
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
-        """Save the component to a directory: its cfg and model files are
-        each written atomically (a kill leaves the old file or the new one).
+        """Save the component to a directory, so that a kill at any moment
+        leaves the old component or the new one: each file is written
+        atomically, and the new cfg goes to "cfg.next" before the weights and
+        is renamed to "cfg" after them (loading takes whichever cfg the
+        weights match).
 
         path (Union[str, Path]): the directory, created if missing.
         exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
@@ -79,12 +104,19 @@ class SavingMixin:
         path = util.ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
         cfg, model_bytes = self._saved()
+        cfg_text = srsly.json_dumps(cfg, indent=2)
         if "vocab" not in exclude:
             self.vocab.to_disk(path / "vocab", exclude=exclude)
-        if "model" not in exclude:
+        if "model" in exclude:
+            if "cfg" not in exclude:
+                write_atomic(path / "cfg", cfg_text)
+            return
+        if "cfg" in exclude:
             write_atomic(path / "model", model_bytes)
-        if "cfg" not in exclude:
-            write_atomic(path / "cfg", srsly.json_dumps(cfg, indent=2))
+            return
+        write_atomic(path / PENDING_CFG, cfg_text)
+        write_atomic(path / "model", model_bytes)
+        commit_pending_cfg(path)
 
     def _saved(self) -> Tuple[Dict[str, Any], bytes]:
         """The cfg as it is saved, with the checksum of itself and the weights, and the weights."""
@@ -127,7 +159,21 @@ class SavingMixin:
             model_bytes = None if "model" in exclude else (path / "model").read_bytes()
         except Exception as e:
             raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
-        self._load(cfg, model_bytes)
+        try:
+            self._load(cfg, model_bytes)
+        except DamagedModelError:
+            # a save killed between its weights and its cfg: the weights are
+            # the new ones, and so is the cfg it left in cfg.next
+            pending = path / PENDING_CFG
+            if cfg is None or model_bytes is None or not pending.is_file():
+                raise
+            try:
+                pending_cfg = srsly.read_json(pending)
+            except Exception:
+                raise ValueError(Errors.E007.format(name=self.name, reason=f"{pending} is unreadable")) from None
+            if not isinstance(pending_cfg, dict) or CHECKSUM not in pending_cfg:
+                raise
+            self._load(pending_cfg, model_bytes)
         if "vocab" not in exclude:
             self.vocab.from_disk(path / "vocab", exclude=exclude)
         return self
@@ -142,13 +188,24 @@ class SavingMixin:
                 raise DamagedModelError(Errors.E035.format(name=self.name, reason="it is not a JSON object"))
             cfg = dict(cfg)
             saved_checksum = cfg.pop(CHECKSUM, None)
+            if saved_checksum is None:
+                unknown = sorted(key for key in cfg if key not in SAVED_KEYS)
+                since_1_0 = [key for key in KEYS_SINCE_1_0 if key in cfg]
+                if unknown or since_1_0:
+                    why = f"the unknown key {unknown[0]!r}" if unknown else f"{since_1_0[0]!r}, which 1.0 and later write"
+                    reason = (
+                        f"its cfg has no \"{CHECKSUM}\" entry but has {why}: spacy-crf 1.0 and later save a "
+                        "checksum with every cfg, so the file is damaged (to change a setting on purpose, "
+                        "load the pipeline, set it and save it again)"
+                    )
+                    raise DamagedModelError(Errors.E007.format(name=self.name, reason=reason))
             if saved_checksum is not None and model_bytes is not None:
                 found = checksum(cfg, model_bytes)
                 if found != saved_checksum:
                     reason = (
                         f"its cfg and weights have the checksum {found}, not the {saved_checksum} saved "
-                        "with them (a damaged or edited file; after editing the cfg on purpose, delete "
-                        f"its \"{CHECKSUM}\" entry)"
+                        "with them (a damaged or edited file; to change a setting on purpose, load the "
+                        "pipeline, set it and save it again)"
                     )
                     raise DamagedModelError(Errors.E007.format(name=self.name, reason=reason))
             problem = self._cfg_problem(cfg)
@@ -200,9 +257,11 @@ class SavingMixin:
         labels = cfg.get("labels", [])
         if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
             return f"its labels must be a list of strings, not {labels!r:.80}"
-        if len(set(labels)) != len(labels):
-            repeated = next(label for label in labels if labels.count(label) > 1)
-            return f"the label {repeated!r} is listed more than once"
+        seen: set = set()
+        for label in labels:  # one pass: a saved cfg may list tens of thousands
+            if label in seen:
+                return f"the label {label!r} is listed more than once"
+            seen.add(label)
         unwritable = [label for label in labels if not self.TARGETS[target].accepts(label)]
         if unwritable:
             return f"target {target!r} cannot write the label {unwritable[0]!r}"

@@ -19,6 +19,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy
 import torch
 
+from ..errors import Errors, NonFiniteScoresError
 from ..nn import (
     NEG_INF,
     CRFScores,
@@ -291,7 +292,10 @@ class CRFBatch:
         thousands, on long docs), the same for every label of a token, which
         the division takes out; padded rows stay 0."""
         probs = marginals(self.tempered)
-        return probs / probs.sum(-1, keepdim=True).clamp_min(torch.finfo(probs.dtype).tiny)
+        probs = probs / probs.sum(-1, keepdim=True).clamp_min(torch.finfo(probs.dtype).tiny)
+        if not bool(torch.isfinite(probs).all()):  # checked after the temperature's scaling
+            raise NonFiniteScoresError(Errors.E034.format(n_docs=len(self.doc_lengths), n_tokens=sum(self.doc_lengths)))
+        return probs
 
     def uncertainty(self) -> List[Tuple[float, numpy.ndarray]]:
         """Per doc, the log probability of its best (Viterbi) path and the
