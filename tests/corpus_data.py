@@ -94,7 +94,8 @@ def read_jsonl_rows(folder: Path) -> List[Dict[str, object]]:
     for path in sorted(folder.glob("*.jsonl")):
         if path.name == "manifest.jsonl":
             continue
-        rows.extend(json.loads(line) for line in path.read_text(encoding="utf8").splitlines())
+        # lines end at "\n" only (str.splitlines would also cut at U+2028)
+        rows.extend(json.loads(line) for line in path.read_text(encoding="utf8").split("\n") if line)
     return rows
 
 

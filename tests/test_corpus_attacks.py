@@ -140,3 +140,38 @@ def test_a_killed_job_leaves_no_stale_lock(model, tmp_path):
         holder.stdout.close()
     time.sleep(0.1)
     assert tag(model, tmp_path / "in", tmp_path / "out").docs == 3
+
+
+def test_line_separators_in_a_text_survive_the_round_trip(model, tmp_path):
+    (tmp_path / "in").mkdir()
+    texts = ["green\u2028eggs", "blue\u2029ham", "I like\u0085ham"]
+    write_jsonl(tmp_path / "in" / "part.jsonl", [{"id": i, "text": t} for i, t in enumerate(texts)])
+    tag(model, tmp_path / "in", tmp_path / "out")
+    raw = (tmp_path / "out" / "part.jsonl.00000.jsonl").read_text(encoding="utf8")
+    assert len(raw.splitlines()) == 3
+    assert [json.loads(line)["id"] for line in raw.splitlines()] == [0, 1, 2]
+    assert [row["id"] for row in read_jsonl_rows(tmp_path / "out")] == [0, 1, 2]
+
+
+def test_leftovers_in_the_output_folder_are_swept_or_left_but_never_crash(model, tmp_path):
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "part.jsonl", records(3))
+    (tmp_path / "out" / ".tmp-cache").mkdir(parents=True)  # a folder, not a partial file
+    (tmp_path / "out" / ".tmp-part.jsonl.00000.jsonl.1234").write_text("partial")
+    for _ in range(2):
+        assert tag(model, tmp_path / "in", tmp_path / "out", overwrite=True).docs == 3
+    assert (tmp_path / "out" / ".tmp-cache").is_dir()
+    assert not (tmp_path / "out" / ".tmp-part.jsonl.00000.jsonl.1234").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_an_output_folder_that_cannot_be_written_is_a_coded_error(model, tmp_path):
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "part.jsonl", records(3))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out").chmod(0o500)
+    try:
+        with pytest.raises(ValueError, match="E118"):
+            tag(model, tmp_path / "in", tmp_path / "out")
+    finally:
+        (tmp_path / "out").chmod(0o700)

@@ -91,6 +91,17 @@ def _float(value: Any) -> Any:
     return None if value is None else float(value)
 
 
+def jsonl_line(row: Dict[str, Any]) -> bytes:
+    """A row as one line of JSON Lines, UTF-8. The line separators that JSON
+    leaves raw (U+0085, U+2028, U+2029: str.splitlines and JavaScript break
+    lines there) are written escaped, so a line ends at "\\n" for any reader."""
+    text = json.dumps(row, ensure_ascii=False, default=str).translate(_ESCAPED_SEPARATORS)
+    return text.encode("utf8") + b"\n"
+
+
+_ESCAPED_SEPARATORS = {ord(c): f"\\u{ord(c):04x}" for c in "\u0085\u2028\u2029"}
+
+
 def encode_chunk(docs: List[Doc], records: List[Dict[str, Any]], *, output_format: str, outputs: Outputs) -> bytes:
     """The output of a chunk's docs, as bytes that cross process boundaries.
 
@@ -110,7 +121,7 @@ def encode_chunk(docs: List[Doc], records: List[Dict[str, Any]], *, output_forma
         return doc_bin.to_bytes()
     rows = [doc_row(doc, record, outputs) for doc, record in zip(docs, records)]
     if output_format == "jsonl":
-        return b"".join(json.dumps(row, ensure_ascii=False, default=str).encode("utf8") + b"\n" for row in rows)
+        return b"".join(jsonl_line(row) for row in rows)
     import_pyarrow(action="Writing").Table.from_pylist(rows)  # raises here, for the chunk, not for the shard
     return pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -142,7 +153,10 @@ def job_lock(output: Path) -> Iterator[None]:
     names the holder (host and pid) for the message."""
     import fcntl
 
-    fd = os.open(check_real(output, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fd = os.open(check_real(output, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise ValueError(CorpusErrors.E118.format(path=output, reason=err.strerror or err)) from err
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
