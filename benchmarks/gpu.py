@@ -221,6 +221,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(1)
     if args.interpret:
+        from spacy_crf.nn.kernels.dispatch import triton_usable
+
+        if not triton_usable():
+            sys.exit("--interpret needs Triton 3.0 or later (pip install 'triton>=3.0'), which the kernels run on")
         # before the kernel module is first imported: Triton reads it then
         os.environ["TRITON_INTERPRET"] = "1"
         rows = [bench_shape(B, T, K, repeats=3, device="cpu", with_reference=False) for B, T, K in TINY_SHAPES]

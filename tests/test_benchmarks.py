@@ -29,6 +29,7 @@ def corpus(tmp_path_factory):
 
 
 def test_gpu_benchmark_smoke_test_without_a_gpu():
+    pytest.importorskip("triton", minversion="3.0")
     out = run("gpu", "--interpret")
     assert "same paths and NLL as the torch path" in out
 
