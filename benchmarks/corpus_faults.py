@@ -6,16 +6,20 @@ with its id in bad_records/.
     python -m benchmarks.corpus_faults /tmp/tagger --records 10000 --cycles 5 --engine local --workers 2
     python -m benchmarks.corpus_faults /tmp/tagger --records 10000 --cycles 5 --engine ray --workers 2
 
-The corpus is three JSON Lines files and a plain text file with `--bad-share`
-of the records bad in each way of BAD_KINDS (a plain text line can only be
-over max_length or not UTF-8). A first run, to the end into a folder of its
+The corpus is three JSON Lines files, two of them with paths that flatten
+alike (`sub/part.jsonl` and `sub__part.jsonl`), and a plain text file, with
+`--bad-share` of the records bad in each way of BAD_KINDS (a plain text line
+can only be over max_length or not UTF-8). A first run, to the end into a folder of its
 own, times the job: its start-up (until its first shard is done) and the
 time a shard takes. Each cycle then starts `python -m spacy_crf tag` in a
 process group of its own and sends the group SIGKILL at a random moment of
 its work: once a random number of the shards left are done (none: during
 the start-up), after a random part of the time a shard takes; then it counts
-the processes of the job still running 30 seconds later. A last run goes to
-the end; then every shard file and bad-record file in the output folder,
+the processes of the job still running 30 seconds later. Then, with
+`--changes`, one run whose largest input file grows by a line once a shard is
+done, and one where it shrinks to half: each must stop with E122 (or finish,
+where the file's shards were done before the change); the file's bytes are
+put back before the next run. A last run goes to the end; then every shard file and bad-record file in the output folder,
 listed in the manifest or not, is read back and compared with the corpus.
 Prints one line of JSON per cycle, then the figures.
 """
@@ -54,14 +58,15 @@ def make_corpus(folder: Path, *, records: int, bad_share: float, seed: int) -> D
     spots = rng.sample(range(records), round(records * bad_share) * len(BAD_KINDS))
     for k, position in enumerate(spots):
         kinds[position] = BAD_KINDS[k % len(BAD_KINDS)]
-    files: Dict[str, List[bytes]] = {f"part-{k}.jsonl": [] for k in range(3)}
+    jsonl_files = ["part-0.jsonl", "sub/part.jsonl", "sub__part.jsonl"]  # two flatten alike
+    files: Dict[str, List[bytes]] = {name: [] for name in jsonl_files}
     files["part-3.txt"] = []
     good: Set[str] = set()
     bad: Dict[Tuple[str, int], str] = {}
     for i, kind in enumerate(kinds):
         record_id = f"r{i}"
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 120)))
-        name = "part-3.txt" if kind in TEXT_KINDS and rng.random() < 0.25 else f"part-{rng.randrange(3)}.jsonl"
+        name = "part-3.txt" if kind in TEXT_KINDS and rng.random() < 0.25 else jsonl_files[rng.randrange(3)]
         lines = files[name]
         where = (name, len(lines) + 1)
         if name.endswith(".txt"):
@@ -84,6 +89,7 @@ def make_corpus(folder: Path, *, records: int, bad_share: float, seed: int) -> D
             bad[where] = record_id
     folder.mkdir(parents=True)
     for name, lines in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(b"".join(line + b"\n" for line in lines))
     return {"good": good, "bad": bad, "kinds": dict(Counter(kinds))}
 
@@ -201,8 +207,33 @@ def check_output(output: Path, expected: Dict[str, Any]) -> Dict[str, int]:
     }
 
 
+def run_with_change(command: List[str], log: Path, *, output: Path, path: Path, how: str) -> Dict[str, Any]:
+    """Run a job and change an input file once its next shard is done:
+    "grow" appends a line, "shrink" cuts it to half its lines; then put its
+    bytes back once the job has ended.
+
+    RETURNS (Dict[str, Any]): "change", "returncode", "stopped_with_E122".
+    """
+    original = path.read_bytes()
+    before = _shards_done(output)
+    start = log.stat().st_size if log.exists() else 0
+    with log.open("ab") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=log_file, env=ENV, start_new_session=True)
+        while process.poll() is None and _shards_done(output) <= before:
+            time.sleep(0.02)
+        if how == "grow":
+            path.write_bytes(original + json.dumps({"id": "late", "text": "eggs"}).encode("ascii") + b"\n")
+        else:
+            lines = original.split(b"\n")
+            path.write_bytes(b"\n".join(lines[: len(lines) // 2]) + b"\n")
+        process.wait()
+    path.write_bytes(original)
+    said = log.read_bytes()[start:].decode("utf8", "replace")
+    return {"change": how, "returncode": process.returncode, "stopped_with_E122": "E122" in said}
+
+
 def run(model: Path, workdir: Path, *, records: int, bad_share: float, cycles: int, engine: str, workers: int,
-        shard_size: int, batch_size: int, seed: int) -> Dict[str, Any]:
+        shard_size: int, batch_size: int, seed: int, changes: bool = False) -> Dict[str, Any]:
     """Make the corpus, time the job, kill and rerun it `cycles` times, run it
     to the end, check the output.
 
@@ -231,11 +262,18 @@ def run(model: Path, workdir: Path, *, records: int, bad_share: float, cycles: i
                       kill_delay_s=round(delay, 2), shards_done_after=_shards_done(output))
         print(json.dumps(result), file=sys.stderr, flush=True)
         done.append(result)
+    changed = []
+    if changes:
+        largest = max((p for p in (workdir / "input").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+        for how in ("grow", "shrink"):
+            result = run_with_change(command("output"), log, output=output, path=largest, how=how)
+            print(json.dumps(result), file=sys.stderr, flush=True)
+            changed.append(result)
     final = run_killed(command("output"), log, output=output, after=None, delay=0.0)
     return {
         "records": records, "kinds": expected["kinds"], "engine": engine, "workers": workers,
         "shard_size": shard_size, "batch_size": batch_size, "shards": n_shards,
-        "first_run_startup_s": round(startup, 1), "first_run_s": round(length, 1), "cycles": done,
+        "first_run_startup_s": round(startup, 1), "first_run_s": round(length, 1), "cycles": done, "changes": changed,
         "final_returncode": final["returncode"], **check_output(output, expected),
     }
 
@@ -278,13 +316,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--shard-size", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--changes", action="store_true", help="also change an input file's size during two runs")
     parser.add_argument("--workdir", type=Path, default=None, help="where the corpus and the outputs go, kept (default: a temporary folder)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)
         result = run(args.model, workdir, records=args.records, bad_share=args.bad_share, cycles=args.cycles,
                      engine=args.engine, workers=args.workers, shard_size=args.shard_size,
-                     batch_size=args.batch_size, seed=args.seed)
+                     batch_size=args.batch_size, seed=args.seed, changes=args.changes)
     print(json.dumps(result, indent=1))
 
 

@@ -93,3 +93,23 @@ def test_predictions_are_valid_biluo_on_unseen_text():
     for text in ["City York New Anna Smith lives", "in in in", "Berlin Berlin Berlin Berlin"]:
         ids = tagger.predict([nlp.make_doc(text)]).ids[0]
         assert valid_reference([tagger.labels[i] for i in ids], "BILUO")
+
+
+def test_preset_blocked_and_missing_tokens_as_with_spacys_ner():
+    """Preset entities stay; blocked tokens stay blocked; a preset "O" may
+    become an entity; every other token gets "O" outside the entities, so a
+    doc without predicted entities has its IOB annotation (spaCy's ner)."""
+    nlp = make_nlp(factory="crf_ner")
+    train(nlp, ner_examples(nlp), steps=80)
+    ner = nlp.get_pipe("crf_ner")
+    doc = nlp.make_doc("Anna lives in New York City")
+    doc.set_ents([], blocked=[doc.char_span(14, 27)], default="unmodified")
+    doc = ner(doc)
+    assert (14, 27, "LOC") not in ents_of(doc)
+    assert [t.ent_iob_ for t in doc][3:] == ["B", "B", "B"] and not any(t.ent_type for t in doc[3:])
+    assert all(t.ent_iob_ in ("B", "I", "O") for t in doc)
+    doc = nlp.make_doc("Anna lives in New York City")
+    doc.ents = [doc.char_span(0, 4, label="CUSTOM")]  # the others preset "O"
+    assert ents_of(ner(doc)) == [(0, 4, "CUSTOM"), (14, 27, "LOC")]
+    doc = ner(nlp.make_doc("lives in"))
+    assert [t.ent_iob_ for t in doc] == ["O", "O"] and doc.has_annotation("ENT_IOB")

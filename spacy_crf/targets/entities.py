@@ -47,8 +47,7 @@ class EntityTarget:
 
     def predicted_values(self, doc: Doc) -> List[str]:
         """The tag of the scheme of each token from doc.ents; "O" outside
-        every entity, whether or not the token's IOB is set (`write` leaves
-        it unset there)."""
+        every entity (where `write` sets the token's IOB to "O")."""
         rename = RENAME[self.scheme]
         return [tag if tag == "O" else f"{rename[tag[0]]}{tag[1:]}" for tag in doc_to_biluo_tags(doc)]
 
@@ -61,9 +60,14 @@ class EntityTarget:
             if overwrite:
                 doc.ents = spans
             else:
-                taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}
+                # as spaCy's ner: a preset entity stays, a blocked token
+                # (doc.set_ents(blocked=...): IOB "B" without a type) stays
+                # blocked, and every other token is written, "O" outside the
+                # entities (a preset "O" may become an entity, as there)
+                blocked = [token.i for token in doc if token.ent_iob == 3 and not token.ent_type]
+                taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}.union(blocked)
                 new = [s for s in spans if not taken.intersection(range(s.start, s.end))]
-                doc.set_ents(list(doc.ents) + new, default="unmodified")
+                doc.set_ents(list(doc.ents) + new, blocked=[doc[i : i + 1] for i in blocked], default="outside")
 
     def span_patterns(self, labels: Sequence[str]) -> Tuple[List[str], List[Tuple[int, int, int, int, int]]]:
         """`span_patterns` of the labels in this scheme."""

@@ -1,0 +1,151 @@
+"""Train one pipeline of a comparison until its dev score stops rising, and record the run.
+
+    python -m benchmarks.converged CONFIG --train TRAIN.spacy --dev-select A.spacy \\
+        --dev-score B.spacy --encoder assets/all-MiniLM-L6-v2 --seed 0 --output training/converged/NAME
+
+The protocol, chosen once before any run and the same for every head (the
+CRF's and spaCy's pipelines differ only in their last component):
+- Adam as in the trf_*.cfg (grad_clip 1.0, L2 0.01), `spacy.batch_by_padded.v1`
+  of 2000 padded tokens, dropout 0.1: the values of spaCy's transformer
+  quickstart (`spacy init config --gpu`), which both configs already share.
+- Learning rate 1e-4 after 100 warm-up steps, linear decay to 0 at the cap:
+  spaCy's quickstart uses 5e-5 for base-size encoders over 20,000 steps; a
+  6-layer, 384-wide encoder (all-MiniLM-L6-v2) fine-tunes at 1e-4 in its own
+  practice (sentence-transformers fine-tuning and the MiniLM paper use
+  5e-5 to 1e-4 for the small models), and 2 CPU cores afford hundreds of
+  steps, not tens of thousands.
+- The dev score (`[training.score_weights]`: ents_f, tag_acc, ...) on
+  DEV_SELECT every 50 steps, spaCy's patience of 500 steps without a new best
+  (about 15 epochs of 10% of UNER train), and a cap of 3000 steps that
+  patience should reach first: a run the cap stopped is recorded as such and
+  is not converged.
+- model-best (chosen on DEV_SELECT) is scored on DEV_SCORE, which took no
+  part in the choice.
+
+OUTPUT/run.json records the run: steps run, the best step and its score on
+DEV_SELECT, what stopped it ("patience" or "cap") and whether it converged,
+the score on DEV_SCORE, every evaluation (step and score), wall and CPU
+seconds. The trained pipelines stay in OUTPUT (not
+committed); run.json is what the tables read.
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+PROTOCOL = {
+    "learn_rate": 1e-4,
+    "warmup_steps": 100,
+    "eval_frequency": 50,
+    "patience": 500,
+    "max_steps": 3000,
+}
+
+
+def stopped_by(last_step: int, best_step: int, *, patience: int, max_steps: int) -> str:
+    """"cap" when the run reached max_steps before patience ran out, else "patience"."""
+    if last_step >= max_steps and last_step - best_step < patience:
+        return "cap"
+    return "patience"
+
+
+def read_log(path: Path) -> List[Dict[str, Any]]:
+    """The evaluations of ConsoleLogger.v3's JSON Lines log: step and score."""
+    rows = []
+    for line in path.read_text(encoding="utf8").split("\n"):
+        if line.strip():
+            entry = json.loads(line)
+            rows.append({"step": entry["step"], "score": entry["score"], "scores": entry.get("scores", {})})
+    return rows
+
+
+def score_on(model: Path, dev: Path) -> Dict[str, Any]:
+    """spaCy's scores of a pipeline on a corpus, read as its training read
+    its dev corpus (gold_preproc or not: the config's)."""
+    import spacy
+    from spacy.training import Corpus
+
+    nlp = spacy.load(model)
+    gold_preproc = bool(nlp.config["corpora"]["dev"].get("gold_preproc", False))
+    examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
+    scores = nlp.evaluate(examples)
+    return {key: value for key, value in scores.items() if isinstance(value, (int, float))}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", type=Path)
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--dev-select", type=Path, required=True)
+    parser.add_argument("--dev-score", type=Path, required=True)
+    parser.add_argument("--encoder", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (the CPU's cores)")
+    parser.add_argument("--protocol", type=json.loads, default={}, help="JSON overrides of PROTOCOL (smoke tests only)")
+    parser.add_argument("--rescore", action="store_true", help="no training: score OUTPUT's model-best on DEV_SCORE again")
+    args = parser.parse_args(argv)
+    if args.rescore:
+        record = json.loads((args.output / "run.json").read_text())
+        record["score"] = score_on(args.output / "model-best", args.dev_score)
+        (args.output / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+        return 0
+    p = {**PROTOCOL, **args.protocol}
+    args.output.mkdir(parents=True, exist_ok=True)
+    log = args.output / "log.jsonl"
+    log.unlink(missing_ok=True)
+    command = [
+        sys.executable, "-m", "scripts.train", str(args.config), "--output", str(args.output),
+        "--max-steps", str(p["max_steps"]),
+        "--paths.train", str(args.train), "--paths.dev", str(args.dev_select), "--paths.transformer", args.encoder,
+        "--system.seed", str(args.seed),
+        "--training.patience", str(p["patience"]), "--training.eval_frequency", str(p["eval_frequency"]),
+        "--training.optimizer.learn_rate.initial_rate", str(p["learn_rate"]),
+        "--training.optimizer.learn_rate.warmup_steps", str(p["warmup_steps"]),
+        "--training.logger.@loggers", "spacy.ConsoleLogger.v3", "--training.logger.progress_bar", "null",
+        "--training.logger.output_file", str(log),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    returncode = subprocess.call(command, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if returncode != 0:
+        print(f"training failed ({returncode}): nothing recorded", file=sys.stderr)
+        return returncode
+    evaluations = read_log(log)
+    best = max(evaluations, key=lambda e: e["score"])
+    last_step = evaluations[-1]["step"]
+    stop = stopped_by(last_step, best["step"], patience=p["patience"], max_steps=p["max_steps"])
+    record = {
+        "config": str(args.config),
+        "train": str(args.train),
+        "dev_select": str(args.dev_select),
+        "dev_score": str(args.dev_score),
+        "encoder": Path(args.encoder).name,
+        "seed": args.seed,
+        "protocol": p,
+        "steps": last_step,
+        "best_step": best["step"],
+        "best_select_score": best["score"],
+        "stopped_by": stop,
+        "converged": stop == "patience",
+        "score": score_on(args.output / "model-best", args.dev_score),
+        "evaluations": evaluations,
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
+        "threads": args.threads,
+    }
+    (args.output / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps({k: record[k] for k in ("steps", "best_step", "stopped_by", "best_select_score")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
