@@ -175,3 +175,19 @@ def test_an_output_folder_that_cannot_be_written_is_a_coded_error(model, tmp_pat
             tag(model, tmp_path / "in", tmp_path / "out")
     finally:
         (tmp_path / "out").chmod(0o700)
+
+
+def test_an_output_folder_the_job_may_not_write_is_a_coded_error_even_as_root(model, tmp_path, monkeypatch):
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "part.jsonl", records(3))
+    real_open = os.open
+
+    def refused(path, *args, **kwargs):
+        if str(path).startswith(str(tmp_path / "out")):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    (tmp_path / "out").mkdir()
+    monkeypatch.setattr(outputs.os, "open", refused)
+    with pytest.raises(ValueError, match=r"E118.*Permission denied"):
+        tag(model, tmp_path / "in", tmp_path / "out")
