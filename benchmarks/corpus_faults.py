@@ -16,10 +16,11 @@ process group of its own and sends the group SIGKILL at a random moment of
 its work: once a random number of the shards left are done (none: during
 the start-up), after a random part of the time a shard takes; then it counts
 the processes of the job still running 30 seconds later. Then, with
-`--changes`, one run whose largest input file grows by a line once a shard is
-done, and one where it shrinks to half: each must stop with E122 (or finish,
-where the file's shards were done before the change); the file's bytes are
-put back before the next run. A last run goes to the end; then every shard file and bad-record file in the output folder,
+`--changes`, a second job from scratch into a folder of its own: one run
+whose last input file grows by a line once its first shard is done, one
+where it shrinks to half: each must stop with E122; the file's bytes are put
+back after each; a last run goes to the end and that folder is checked as
+the first. A last run of the killed job goes to the end; then every shard file and bad-record file in the output folder,
 listed in the manifest or not, is read back and compared with the corpus.
 Prints one line of JSON per cycle, then the figures.
 """
@@ -262,13 +263,19 @@ def run(model: Path, workdir: Path, *, records: int, bad_share: float, cycles: i
                       kill_delay_s=round(delay, 2), shards_done_after=_shards_done(output))
         print(json.dumps(result), file=sys.stderr, flush=True)
         done.append(result)
-    changed = []
+    changed: Dict[str, Any] = {}
     if changes:
-        largest = max((p for p in (workdir / "input").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+        # a job from scratch, into a folder of its own; the file changed is the
+        # one tagged last (its shards are still to come when the first is done)
+        last = sorted((p for p in (workdir / "input").rglob("*") if p.is_file()), key=lambda p: str(p.relative_to(workdir / "input")))[-1]
+        runs = []
         for how in ("grow", "shrink"):
-            result = run_with_change(command("output"), log, output=output, path=largest, how=how)
+            result = run_with_change(command("changed"), log, output=workdir / "changed", path=last, how=how)
             print(json.dumps(result), file=sys.stderr, flush=True)
-            changed.append(result)
+            runs.append(result)
+        end = run_killed(command("changed"), log, output=workdir / "changed", after=None, delay=0.0)
+        changed = {"file": str(last.relative_to(workdir / "input")), "runs": runs,
+                   "final_returncode": end["returncode"], **check_output(workdir / "changed", expected)}
     final = run_killed(command("output"), log, output=output, after=None, delay=0.0)
     return {
         "records": records, "kinds": expected["kinds"], "engine": engine, "workers": workers,

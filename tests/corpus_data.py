@@ -125,9 +125,10 @@ def read_docbin_rows(folder: Path, model: Path) -> List[Dict[str, object]]:
 
 def output_files(folder: Path) -> Dict[str, bytes]:
     """The bytes of an output folder's shards and bad-record files, by name;
-    not the manifest (its shards in the order they were done) or job.json."""
+    not the manifest (its shards in the order they were done), job.json or
+    the job's lock file."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.*")
-            if p.is_file() and p.name not in ("manifest.jsonl", "job.json")}
+            if p.is_file() and p.name not in ("manifest.jsonl", "job.json", ".lock")}
 
 
 def reference(model: Path, inputs: Dict[object, object]) -> Dict[object, Dict[str, object]]:

@@ -182,7 +182,8 @@ def test_missing_treebank_gives_a_clear_message(project, tmp_path):
     )
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "Treebank not found" in output and "--vars.treebank_dir" in output
+    assert "Corpus files not found" in output and "--vars.treebank_dir" in output
+    assert "assets/sample" in output and "python -m spacy project assets ." in output
     assert "Traceback" not in output
 
 
