@@ -61,11 +61,11 @@ def _parser() -> argparse.ArgumentParser:
                            help="save the calibrated pipeline in this folder (default: update MODEL in place)")
     calibrate.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
                            help="read DEV on its gold tokens, one sentence per doc, as spacy evaluate does")
-    calibrate.add_argument("--component", default=None, help="the crf_tagger to calibrate (default: the only one)")
+    calibrate.add_argument("--component", default=None, help="the component to calibrate, a crf_tagger, crf_morphologizer or crf_ner (default: the only one)")
     calibrate.add_argument("--batch-size", type=int, default=64, help="docs per model call")
     calibrate.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on; -1 for the CPU")
     calibrate.add_argument("--objective", choices=["tokens", "entities"], default="tokens",
-                           help="minimise the gold labels' NLL (tokens), or, for target ents, the log loss "
+                           help="minimise the gold labels' NLL (tokens), or, for crf_ner, the log loss "
                                 "of the decoded entities' posteriors (entities)")
     calibrate.add_argument("--dry-run", action="store_true", help="fit and print, save nothing")
     return parser
