@@ -164,7 +164,7 @@ def _pruned(em, lengths, kept, transitions, start, end, paths, best):  # pragma:
 
 def gold_ids(crf, docs: List) -> List[numpy.ndarray]:
     """Per doc, each token's gold label id (-1: unknown or unseen in training)."""
-    return [label_ids(crf.target.predicted_values(doc), crf.labels)[0] for doc in docs]
+    return [label_ids(crf.target.predicted_values(doc), crf.tags)[0] for doc in docs]
 
 
 def seen_share(gold: List[numpy.ndarray]) -> float:
@@ -221,7 +221,7 @@ def measure(args) -> Dict:
     seen = seen_share(gold)  # every label kept
     exact_paths = dispatch.viterbi_decode(scores)[0].numpy()
     rows = [{
-        "decoder": "full, exact", "keep": len(crf.labels),
+        "decoder": "full, exact", "keep": len(crf.tags),
         "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(scores), args.repeats), 2),
         "kept_gold": seen, **score_paths(exact_paths, lengths, gold, exact_paths),
     }]
@@ -243,7 +243,7 @@ def measure(args) -> Dict:
         f_lengths = f_scores.mask.sum(1).numpy()
         f_gold = gold_ids(f_crf, f_gold_docs)
         rows.append({
-            "decoder": "factored, exact", "keep": len(f_crf.labels),
+            "decoder": "factored, exact", "keep": len(f_crf.tags),
             "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(f_scores), args.repeats), 2),
             "kept_gold": seen_share(f_gold),
             **score_paths(f_paths, f_lengths, f_gold),
@@ -251,7 +251,7 @@ def measure(args) -> Dict:
     return {
         "environment": environment(),
         "full_model": args.full_model, "factored_model": args.factored, "corpus": args.corpus,
-        "labels": len(crf.labels), "sequences": len(gold_docs), "tokens": n_tokens,
+        "labels": len(crf.tags), "sequences": len(gold_docs), "tokens": n_tokens,
         "threads": args.threads, "repeats": args.repeats, "rows": rows,
     }
 

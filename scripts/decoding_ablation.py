@@ -65,7 +65,7 @@ def main() -> None:
     docs = [Doc(nlp.vocab, words=w) for w in words]
     marginals = tagger.marginals(docs)  # reads the docs, sets nothing
     tagged = list(nlp.pipe(docs))
-    labels = tagger.labels
+    labels = tagger.tags
     gold_tags = [[getattr(token, args.attr) for token in doc] for doc in gold]
     viterbi = [[getattr(token, args.attr) for token in doc] for doc in tagged]
     if not set(labels) >= {tag for doc in viterbi for tag in doc}:

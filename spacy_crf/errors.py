@@ -189,6 +189,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "\"{constraints}\": crf_morphologizer has no tag scheme. Set constraints "
         "= \"none\", or use crf_tagger with a tag scheme."
     )
+    E038 = (
+        "crf_ner '{name}' was given the label '{label}', a tag of its scheme "
+        "{scheme}: like spaCy's ner it takes entity types ('{entity_type}'), and "
+        "adds the scheme's tags for each itself."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

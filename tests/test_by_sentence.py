@@ -152,10 +152,10 @@ def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
         assert [t.tag_ for t in tagger(Doc(tagger_nlp.vocab, words=WORDS))] == expected
         # windows (here on a sentence boundary) keep their sentences
         windowed = DocScores(tagger.model, [with_sentences(tagger_nlp)], window=8, by_sentence=True)
-        assert [tagger.labels[i] for i in windowed.decode()[0]] == expected
+        assert [tagger.tags[i] for i in windowed.decode()[0]] == expected
         # a window of a doc without boundaries is cut by the rule on its own
         plain_windowed = DocScores(tagger.model, [Doc(tagger_nlp.vocab, words=WORDS)], window=8, by_sentence=True)
-        assert [tagger.labels[i] for i in plain_windowed.decode()[0]] == expected
+        assert [tagger.tags[i] for i in plain_windowed.decode()[0]] == expected
         numpy.testing.assert_allclose(
             windowed.marginals()[0],
             numpy.concatenate(tagger.model.predict(sentence_docs(tagger_nlp, doc)).marginals()),
@@ -169,7 +169,7 @@ def test_entity_probabilities_by_sentence(ner_nlp):
     """Spans and their posteriors in doc offsets; a span across a sentence
     boundary has probability 0."""
     tagger = ner_nlp.get_pipe("crf_ner")
-    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
+    types, patterns = span_patterns(tagger.tags, tagger.cfg["scheme"])
     words = ["Anna", "likes", "Berlin", ".", "New", "York", "is", "big"]
     starts = [True, False, False, False, True, False, False, False]
     doc = with_sentences(ner_nlp, words, starts)

@@ -111,7 +111,7 @@ def test_temperature_changes_probabilities_never_labels(tagger_nlp, tau):
     assert [[t.tag_ for t in doc] for doc in annotated] == [[t.tag_ for t in tagger_nlp(text)] for text in TEXTS]
     changed = False
     for doc, ids, before, after, confidences in zip(docs, hot.ids, plain_marginals, hot_marginals, hot.confidences):
-        assert after.shape == (len(doc), len(tagger.labels))
+        assert after.shape == (len(doc), len(tagger.tags))
         numpy.testing.assert_allclose(after.sum(1), 1.0, rtol=1e-5)
         changed |= len(doc) > 0 and not numpy.allclose(before, after, atol=1e-4)
         # the stored confidence is the tempered marginal of the Viterbi label
@@ -217,7 +217,7 @@ def test_temperature_keeps_factored_transitions_factored():
 
 def test_entity_probabilities_under_temperature(ner_nlp):
     tagger = ner_nlp.get_pipe("crf_ner")
-    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
+    types, patterns = span_patterns(tagger.tags, tagger.cfg["scheme"])
     plain = list(ner_nlp.pipe(NER_TEXTS))
     with at_temperature(tagger, TAU):
         hot = list(ner_nlp.pipe(NER_TEXTS))
@@ -521,7 +521,7 @@ def test_gold_scores_read_what_the_component_predicts(tagger_nlp, window):
     numpy.testing.assert_allclose(
         scores.report(TAU).tokens.probs, numpy.concatenate(expected.confidences), rtol=1e-5
     )
-    right = [tagger.labels[i] == tag for ids, (_, tags) in zip(expected.ids, DEV_SENTENCES) for i, tag in zip(ids, tags)]
+    right = [tagger.tags[i] == tag for ids, (_, tags) in zip(expected.ids, DEV_SENTENCES) for i, tag in zip(ids, tags)]
     assert scores.report(TAU).tokens.right.tolist() == right
     assert scores.nll(TAU) > 0
 

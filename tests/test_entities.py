@@ -31,7 +31,7 @@ def test_ner_overfitting_and_roundtrip(scheme, tmp_path):
     train(nlp, examples, steps=80)
     tagger = nlp.get_pipe("crf_ner")
     assert tagger.cfg["scheme"] == (scheme or "BILUO") and tagger.target.scheme == tagger.cfg["scheme"]
-    assert "O" in tagger.labels and ("U-PER" in tagger.labels) == (scheme in (None, "BILUO"))
+    assert "O" in tagger.tags and ("U-PER" in tagger.tags) == (scheme in (None, "BILUO"))
     for text, ents in NER_DATA:
         assert ents_of(nlp(text)) == ents
     scores = nlp.evaluate(examples)
@@ -49,8 +49,8 @@ def test_missing_entity_annotation_is_partial():
     tagger = nlp.get_pipe("crf_ner")
     doc = nlp.make_doc("Anna lives in Rome")
     reference = Doc(nlp.vocab, words=["Anna", "lives", "in", "Rome"], ents=["B-PER", "O", "O", ""])
-    tags, _, _ = gold_ids(EntityTarget("BILUO").gold_values(Example(doc, reference)), tagger.labels)
-    assert tags[3] == -1 and tags[0] == tagger.labels.index("U-PER")
+    tags, _, _ = gold_ids(EntityTarget("BILUO").gold_values(Example(doc, reference)), tagger.tags)
+    assert tags[3] == -1 and tags[0] == tagger.tags.index("U-PER")
     unannotated = Example(nlp.make_doc("Rome"), nlp.make_doc("Rome"))
     scores = tagger.model.predict([unannotated.predicted])
     assert tagger.get_loss([unannotated], scores)[0] == 0.0
@@ -69,7 +69,7 @@ def test_add_label_with_entity_type():
     nlp = make_nlp(factory="crf_ner", scheme="BIO")
     tagger = nlp.get_pipe("crf_ner")
     assert tagger.add_label("PER") == 1
-    assert tagger.labels == ("B-PER", "I-PER", "O")
+    assert tagger.tags == ("B-PER", "I-PER", "O")
     assert tagger.add_label("PER") == 0
     assert entity_tags(["LOC", "PER"], "BILUO")[:4] == ["B-LOC", "B-PER", "I-LOC", "I-PER"]
 
@@ -92,7 +92,7 @@ def test_predictions_are_valid_biluo_on_unseen_text():
     tagger = nlp.get_pipe("crf_ner")
     for text in ["City York New Anna Smith lives", "in in in", "Berlin Berlin Berlin Berlin"]:
         ids = tagger.predict([nlp.make_doc(text)]).ids[0]
-        assert valid_reference([tagger.labels[i] for i in ids], "BILUO")
+        assert valid_reference([tagger.tags[i] for i in ids], "BILUO")
 
 
 def test_preset_blocked_and_missing_tokens_as_with_spacys_ner():
@@ -113,3 +113,35 @@ def test_preset_blocked_and_missing_tokens_as_with_spacys_ner():
     assert ents_of(ner(doc)) == [(0, 4, "CUSTOM"), (14, 27, "LOC")]
     doc = ner(nlp.make_doc("lives in"))
     assert [t.ent_iob_ for t in doc] == ["O", "O"] and doc.has_annotation("ENT_IOB")
+
+
+def test_labels_are_entity_types_as_spacys_ner_lists_them():
+    nlp = make_nlp(factory="crf_ner")
+    train(nlp, ner_examples(nlp), steps=2)
+    ner = nlp.get_pipe("crf_ner")
+    assert ner.labels == ner.label_data == ("LOC", "PER")
+    assert "U-PER" in ner.tags and "O" in ner.tags
+    # spacy init labels' output initializes a fresh component, as 1.0's tag lists still do
+    for given in (ner.label_data, ner.tags):
+        fresh = make_nlp(factory="crf_ner")
+        fresh.get_pipe("crf_ner").initialize(lambda: ner_examples(fresh), labels=list(given))
+        assert fresh.get_pipe("crf_ner").labels == ("LOC", "PER")
+        assert set(fresh.get_pipe("crf_ner").tags) == set(ner.tags)
+
+
+@pytest.mark.parametrize("tag", ["B-PER", "U-LOC", "O"])
+def test_add_label_refuses_a_tag(tag):
+    ner = make_nlp(factory="crf_ner").get_pipe("crf_ner")
+    with pytest.raises(ValueError, match=r"\[E038\]"):
+        ner.add_label(tag)
+    assert ner.tags == ()
+
+
+def test_any_entity_type_name_is_accepted_and_learned():
+    nlp = make_nlp(factory="crf_ner")
+    ner = nlp.get_pipe("crf_ner")
+    assert ner.add_label("LARGE-ANIMAL") == 1
+    assert "B-LARGE-ANIMAL" in ner.tags and ner.labels == ("LARGE-ANIMAL",)
+    data = [("I saw an elephant", [(9, 17, "LARGE-ANIMAL")]), ("A whale swam", [(2, 7, "LARGE-ANIMAL")])]
+    train(nlp, ner_examples(nlp, data), steps=60)
+    assert [(e.text, e.label_) for e in nlp("I saw an elephant").ents] == [("elephant", "LARGE-ANIMAL")]

@@ -25,7 +25,7 @@ def trained():
 def reference_probs(nlp, doc, spans):
     """The spans' posteriors straight from the model's CRFBatch."""
     tagger = nlp.get_pipe("crf_ner")
-    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
+    types, patterns = span_patterns(tagger.tags, tagger.cfg["scheme"])
     asked = [[(start, end, types.index(label)) for start, end, label in spans]]
     return tagger.model.predict([doc]).span_probabilities(patterns, asked)[0].given
 
@@ -44,7 +44,7 @@ def test_single_token_entity_probability_is_its_marginal(trained):
     doc = trained("I like Berlin")
     (berlin,) = [ent for ent in doc.ents if ent.text == "Berlin"]
     marginals = tagger.marginals([trained.make_doc("I like Berlin")])[0]
-    assert berlin._.crf_prob == pytest.approx(float(marginals[berlin.start, tagger.labels.index("U-LOC")]), rel=1e-5)
+    assert berlin._.crf_prob == pytest.approx(float(marginals[berlin.start, tagger.tags.index("U-LOC")]), rel=1e-5)
 
 
 def test_candidates_are_scored_spans_above_the_threshold(trained):
@@ -128,7 +128,7 @@ def test_dropped_entities_get_the_confidence_of_outside(trained):
     finally:
         tagger.cfg.update(threshold=0.0, store_confidence=False)
     marginals = tagger.marginals([trained.make_doc(text)])[0]
-    outside = tagger.labels.index("O")
+    outside = tagger.tags.index("O")
     for token in doc:
         if token.ent_iob_ == "O":  # kept outside, or an entity dropped by the threshold
             assert token._.crf_confidence == pytest.approx(float(marginals[token.i, outside]), rel=1e-5)
@@ -163,7 +163,7 @@ def test_settings_given_at_load_time_are_used(trained, tmp_path):
     for key, value in overrides.items():
         # a float passes through the config's text: spaCy < 3.8.16 keeps 10 digits
         assert proc.cfg[key] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), key
-    assert proc.labels == tagger.labels and proc.temperature == 1.5
+    assert proc.tags == tagger.tags and proc.temperature == 1.5
     assert "candidates" not in loaded(text).spans and "candidates" in plain_nlp(text).spans
     kept = {(e.start, e.end, e.label_) for e in loaded(text).ents}
     assert kept == {(e.start, e.end, e.label_) for e in plain_nlp(text).ents if e._.crf_prob >= least}

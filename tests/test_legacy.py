@@ -246,7 +246,7 @@ def test_released_pipeline_predicts_as_saved(released):
     name, target, _, nlp, expected, arrays = released
     tagger = nlp.get_pipe(name)
     assert type(tagger) is CLASSES[target]
-    assert list(tagger.labels) == expected["labels"]
+    assert list(tagger.tags) == expected["labels"]
     assert tagger.temperature == expected["temperature"]
     texts = expected["texts"]
     docs = [nlp.make_doc(t) for t in texts]

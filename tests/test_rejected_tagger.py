@@ -42,7 +42,7 @@ def test_loss_is_the_exact_likelihood_without_the_rejected_spans(trained):
     example = with_rejections(trained, "Anna lives in New York City", [(3, 6, "LOC"), (0, 1, "PER")])
     batch = tagger.model.predict([example.predicted])
     loss, _ = tagger.get_loss([example], batch)
-    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
+    types, patterns = span_patterns(tagger.tags, tagger.cfg["scheme"])
     spans = torch.tensor([[0, 3, 5, types.index("LOC")], [0, 0, 0, types.index("PER")]])
     allowed = torch.ones_like(batch.scores.emissions, dtype=torch.bool)
     expected = log_partition(batch.scores).double() - log_partition_without(batch.scores, allowed, spans, torch.tensor(patterns))
@@ -67,7 +67,7 @@ def test_training_on_rejections_lowers_the_rejected_span():
     trained = make_nlp(factory="crf_ner", incorrect_spans_key=KEY)
     train(trained, ner_examples(trained), steps=10)
     tagger = trained.get_pipe("crf_ner")
-    types, patterns = span_patterns(tagger.labels, tagger.cfg["scheme"])
+    types, patterns = span_patterns(tagger.tags, tagger.cfg["scheme"])
     text = "Smith likes Berlin"
     rejected = (2, 3, "PER")  # "Berlin" is not a person
 

@@ -239,7 +239,7 @@ def row_reference(scores, row, patterns):
 
 def test_crf_batch_span_probabilities(ner_nlp):
     tagger = ner_nlp.get_pipe("crf_ner")
-    types, patterns = span_patterns(tagger.labels, "BILUO")
+    types, patterns = span_patterns(tagger.tags, "BILUO")
     docs = [ner_nlp.make_doc(text) for text in TEXTS]
     batch = tagger.model.predict(docs)
     assert batch.rows_per_doc == [2, 1, 1, 3]  # docs of 6, 0, 3 and 8 tokens
@@ -299,7 +299,7 @@ def test_span_probabilities_of_an_all_empty_batch():
 
 def test_doc_scores_span_probabilities_join_windows(ner_nlp):
     tagger = ner_nlp.get_pipe("crf_ner")
-    types, patterns = span_patterns(tagger.labels, "BILUO")
+    types, patterns = span_patterns(tagger.tags, "BILUO")
     docs = [ner_nlp.make_doc(text) for text in TEXTS]
     spans = [every_span(len(doc), len(types)) for doc in docs]
     threshold = 0.05

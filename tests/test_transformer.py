@@ -84,7 +84,7 @@ def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch
     train_with_tiny_bert("ner_transformer.cfg", tmp_path, monkeypatch)
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.pipe_names == ["transformer", "crf_ner"]
-    assert nlp.get_pipe("crf_ner").labels == ("B-X", "I-X", "L-X", "O", "U-X")
+    assert nlp.get_pipe("crf_ner").tags == ("B-X", "I-X", "L-X", "O", "U-X")
     run_spacy(
         "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"),
         "--output", str(tmp_path / "scores.json"),

@@ -91,7 +91,7 @@ class GoldScores:
             raise ValueError(Errors.E009.format(name=name))
         self.tagger = tagger
         self.examples = list(examples)
-        labels, target = tagger.labels, tagger.target
+        labels, target = tagger.tags, tagger.target
         upstream = nlp.pipe_names[: nlp.pipe_names.index(name)]
         docs = [eg.predicted for eg in self.examples]
         if upstream:
@@ -161,7 +161,7 @@ class GoldScores:
             target "ents", the entity outcomes (every entity of the decoded
             path, whatever ents_threshold says).
         """
-        labels, target = self.tagger.labels, self.tagger.target
+        labels, target = self.tagger.tags, self.tagger.target
         is_ents = isinstance(target, EntityTarget)
         types, patterns = target.span_patterns(labels) if is_ents else ([], [])
         type_ids = {kind: i for i, kind in enumerate(types)}

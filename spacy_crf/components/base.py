@@ -142,9 +142,16 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         set_quantize(self.model, mode)
 
     @property
-    def labels(self) -> Tuple[str, ...]:
-        """RETURNS (Tuple[str]): the labels, in the order of the CRF's columns."""
+    def tags(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the CRF's labels, in the order of its columns
+        (of `marginals`; crf_ner: the scheme's tags, "B-PER", ..., "O")."""
         return tuple(self.cfg["labels"])
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the labels the component writes: its `tags`
+        (crf_ner: the entity types)."""
+        return self.tags
 
     @property
     def label_data(self) -> Tuple[str, ...]:
@@ -190,8 +197,8 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         tags = self.target.expand_label(label)
         for tag in tags:
             self._check_label(tag)
-        if torch_network(self.model) is not None and not set(tags) <= set(self.labels):
-            raise ValueError(Errors.E004.format(label=label, name=self.name, n_labels=len(self.labels)))
+        if torch_network(self.model) is not None and not set(tags) <= set(self.tags):
+            raise ValueError(Errors.E004.format(label=label, name=self.name, n_labels=len(self.tags)))
         return max(self._add(tag) for tag in tags)
 
     def _check_label(self, label: str) -> None:
@@ -199,7 +206,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
             raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
 
     def _add(self, label: str) -> int:
-        if label in self.labels:
+        if label in self.tags:
             return 0
         self._check_label(label)
         self.cfg["labels"].append(label)
@@ -228,35 +235,35 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if labels is not None and not len(labels):
             raise ValueError(Errors.E012.format(name=self.name))
         if labels is None:
-            labels = sorted(set(self.labels) | self.target.labels_in(get_examples()))
+            labels = sorted(set(self.tags) | self.target.labels_in(get_examples()))
         self.cfg["labels"] = []
         for label in labels:
             for tag in self.target.expand_label(label):
                 self._add(tag)
-        if not self.labels:
+        if not self.tags:
             raise ValueError(Errors.E005.format(name=self.name, target=self.cfg["target"], attr=self.target.writes))
         masks = self._constraint_masks()  # E013 early
         models = [self.model] + ([proc.model for _, proc in nlp.pipeline if hasattr(proc, "model")] if nlp else [])
         count_known_words(models, lambda: (example.x for example in get_examples()))
         doc_sample = [example.x for example in islice(get_examples(), 10)]
-        classes = label_classes(self.target, self.labels)
+        classes = label_classes(self.target, self.tags)
         if classes is None and uses_label_classes(self.model):
             raise ValueError(Errors.E023.format(name=self.name, target=self.cfg["target"]))
         set_label_classes(self.model, classes)
-        parts = label_parts(self.target, self.labels)
+        parts = label_parts(self.target, self.tags)
         if (parts is None or not any(parts)) and uses_label_parts(self.model):
             raise ValueError(Errors.E029.format(name=self.name, target=self.cfg["target"]))
         set_label_parts(self.model, parts)
-        self.model.get_ref("output_layer").set_dim("nO", len(self.labels), force=True)
+        self.model.get_ref("output_layer").set_dim("nO", len(self.tags), force=True)
         self.model.initialize(X=doc_sample)
         set_constraints(self.model, masks)
 
     def _constraint_masks(self) -> Optional[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]]:
         """The scheme's allowed transitions, starts and ends; None for "none"."""
         scheme = self._constraint_scheme()
-        if scheme == "none" or not self.labels:
+        if scheme == "none" or not self.tags:
             return None
-        return allowed_transitions(self.labels, scheme)
+        return allowed_transitions(self.tags, scheme)
 
     # Prediction: predict() returns everything set_annotations() writes.
 
@@ -326,7 +333,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         docs = [docs] if isinstance(docs, Doc) else list(docs)
         if not isinstance(prediction, CRFPrediction):
             prediction = CRFPrediction(list(prediction))
-        self.target.write(self.vocab, docs, self.labels, prediction.ids, overwrite=self.cfg["overwrite"])
+        self.target.write(self.vocab, docs, self.tags, prediction.ids, overwrite=self.cfg["overwrite"])
         if prediction.confidences is not None:
             for doc, confidences in zip(docs, prediction.confidences):
                 for token, confidence in zip(doc, confidences.tolist()):
@@ -353,7 +360,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
             (tags, log probability) pairs in descending order; one tag per token.
         """
         per_doc = self._scores(docs).nbest(k)
-        return [[([self.labels[i] for i in ids], score) for ids, score in ranked] for ranked in per_doc]
+        return [[([self.tags[i] for i in ids], score) for ids, score in ranked] for ranked in per_doc]
 
     @in_torch_threads
     def uncertainty(self, docs: Iterable[Doc]) -> List[Tuple[float, numpy.ndarray]]:

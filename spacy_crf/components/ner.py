@@ -153,6 +153,26 @@ class CRFEntityRecognizer(CRFComponent):
     def target(self) -> EntityTarget:
         return self._targets[self.cfg["scheme"]]
 
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the entity types, sorted, as spaCy's ner
+        lists them; `tags` has the CRF's labels (the scheme's tags)."""
+        return tuple(sorted({tag.partition("-")[2] for tag in self.tags if tag != "O"}))
+
+    def add_label(self, label: str) -> int:
+        """Add an entity type before the model is initialized (its tags of
+        the scheme, and "O"); any name spaCy's ner takes, but a tag of the
+        scheme ("B-PER": E038).
+
+        label (str): the entity type, e.g. "PER".
+        RETURNS (int): 0 if the type was already present, otherwise 1.
+        """
+        if isinstance(label, str) and self.target.is_tag(label):
+            raise ValueError(Errors.E038.format(
+                name=self.name, label=label, scheme=self.cfg["scheme"], entity_type=label.partition("-")[2] or label,
+            ))
+        return super().add_label(label)
+
     def _constraint_scheme(self) -> str:
         return self.cfg["scheme"]
 
@@ -168,7 +188,7 @@ class CRFEntityRecognizer(CRFComponent):
         the threshold become "O"."""
         if not self._asks_spans:
             return super()._decode(scores)
-        labels, target = self.labels, self.target
+        labels, target = self.tags, self.target
         types, patterns = target.span_patterns(labels)
         type_ids = {kind: i for i, kind in enumerate(types)}
 
@@ -239,7 +259,7 @@ class CRFEntityRecognizer(CRFComponent):
         key = self.cfg.get("incorrect_spans_key")
         if key is None:
             return None, None
-        types, patterns = self.target.span_patterns(self.labels)
+        types, patterns = self.target.span_patterns(self.tags)
         index = {kind: i for i, kind in enumerate(types)}
         rejected = []
         for eg in examples:

@@ -232,8 +232,8 @@ class SavingMixin:
                     raise ValueError("the layer sizes in the file differ from the config's")
                 self.model.from_dict(msg)
                 n_out = self.model.get_ref("output_layer").maybe_get_dim("nO")
-                if n_out is not None and n_out != len(self.labels):
-                    raise ValueError(f"the file's network has {n_out} labels, the component {len(self.labels)}")
+                if n_out is not None and n_out != len(self.tags):
+                    raise ValueError(f"the file's network has {n_out} labels, the component {len(self.tags)}")
                 where = first_non_finite_weight(self.model)
                 if where is not None:
                     raise DamagedModelError(Errors.E033.format(name=self.name, where=where))

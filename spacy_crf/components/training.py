@@ -161,9 +161,9 @@ class TrainingMixin:
         validate_examples(examples, f"{type(self).__name__}.get_loss")
         gold, excluded = [], []
         for eg in examples:
-            ids, excluded_ids, unknown = gold_ids(self.target.gold_values(eg), self.labels)
+            ids, excluded_ids, unknown = gold_ids(self.target.gold_values(eg), self.tags)
             if unknown:
-                raise ValueError(Errors.E003.format(name=self.name, label=unknown[0], n_labels=len(self.labels)))
+                raise ValueError(Errors.E003.format(name=self.name, label=unknown[0], n_labels=len(self.tags)))
             gold.append(ids)
             excluded.append(excluded_ids)
         rejected, patterns = self._rejected_spans(examples)

@@ -11,7 +11,7 @@ from spacy.training.iob_utils import doc_to_biluo_tags, tags_to_entities
 from spacy.vocab import Vocab
 
 from ..errors import Errors
-from .schemes import ENTITY_SCHEMES, RENAME
+from .schemes import ENTITY_SCHEMES, RENAME, is_scheme_tag
 
 
 class EntityTarget:
@@ -34,10 +34,15 @@ class EntityTarget:
         return set(entity_tags(types, self.scheme)) if types else set()
 
     def expand_label(self, label: str) -> List[str]:
-        """An entity type ("PER") adds its tags and "O"; a tag adds itself."""
-        if label != "O" and "-" not in label:
-            return entity_tags([label], self.scheme)
-        return [label]
+        """An entity type ("PER", "LARGE-ANIMAL") gives its tags and "O"; a
+        tag of the scheme ("B-PER", "O") gives itself."""
+        if is_scheme_tag(label, self.scheme):
+            return [label]
+        return entity_tags([label], self.scheme)
+
+    def is_tag(self, label: str) -> bool:
+        """Whether a label is a tag of the scheme rather than an entity type."""
+        return is_scheme_tag(label, self.scheme)
 
     def accepts(self, label: str) -> bool:
         return True

@@ -31,6 +31,13 @@ _PREFIXES = {
 }
 
 
+def is_scheme_tag(label: str, scheme: str) -> bool:
+    """Whether a label is a tag of the scheme: "O", or a prefix of the
+    scheme ("B", "I", ...), a hyphen and a type ("B-PER")."""
+    prefix, sep, entity = label.partition("-")
+    return label == "O" or bool(sep and entity and prefix in {p for p in _PREFIXES[scheme] if p})
+
+
 def _parse(label: str, scheme: str) -> Tuple[Optional[str], Optional[str]]:
     """(prefix, entity type) of a label; ("O", None) for the outside label."""
     if label == "O":
