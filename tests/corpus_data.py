@@ -6,7 +6,7 @@ import json
 import runpy
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import spacy
 from spacy.tokens import DocBin
@@ -192,3 +192,12 @@ def run_command_line(args: List[object], capsys, monkeypatch) -> Tuple[object, s
         runpy.run_module("spacy_crf", run_name="__main__")
     out = capsys.readouterr()
     return exit_info.value.code, out.out, out.err
+
+
+def tag_jsonl(model: Path, input: Path, output: Path, **kwargs: Any) -> Any:
+    """tag_corpus without a progress bar, to JSON Lines unless told otherwise."""
+    from spacy_crf.corpus import tag_corpus
+
+    kwargs.setdefault("progress", False)
+    kwargs.setdefault("output_format", "jsonl")
+    return tag_corpus(model, input, output, **kwargs)

@@ -10,23 +10,17 @@ import time
 
 import pytest
 
-from spacy_crf.corpus import tag_corpus
 from spacy_crf.corpus import job as job_module
 from spacy_crf.corpus import outputs
 from spacy_crf.corpus.outputs import MANIFEST, shard_file
 
 from .corpus_data import read_jsonl_rows, records, train_tagger, write_jsonl
+from .corpus_data import tag_jsonl as tag
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     return train_tagger(tmp_path_factory.mktemp("model") / "tagger")
-
-
-def tag(model, input, output, **kwargs):
-    kwargs.setdefault("progress", False)
-    kwargs.setdefault("output_format", "jsonl")
-    return tag_corpus(model, input, output, **kwargs)
 
 
 def test_inputs_whose_names_flattened_alike_write_their_own_shards(model, tmp_path):
