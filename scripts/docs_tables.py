@@ -500,10 +500,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # entities and calibration
     "entity-probabilities-crossfit": functools.partial(entity_probabilities, prefix="crossfit_"),
     "entity-probabilities-folds": functools.partial(entity_probabilities, prefix="folds_"),
-    # on a transformer
-    "transformer": transformer,
-    "transformer-headline": functools.partial(transformer, compact=True),
-    "transformer-probabilities": functools.partial(entity_probabilities, prefix="probabilities_", folder="trf"),
+    # on a transformer: the converged comparison's tables come with its runs
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
