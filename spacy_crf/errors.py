@@ -213,6 +213,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "{factory} does since spacy-crf 1.0: it is built as one (the same labels "
         "and scores). Use factory = \"{factory}\" in new configs."
     )
+    W004 = (
+        "crf_ner '{name}' was initialized without entity types (none in the "
+        "examples, none added): like spaCy's ner it writes no entities. Give "
+        "it annotated examples or add_label() types before initialize()."
+    )
 
 
 # Corpus tagging (spacy_crf.corpus): E101 and W101 upwards, apart from the component's.

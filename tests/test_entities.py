@@ -145,3 +145,15 @@ def test_any_entity_type_name_is_accepted_and_learned():
     data = [("I saw an elephant", [(9, 17, "LARGE-ANIMAL")]), ("A whale swam", [(2, 7, "LARGE-ANIMAL")])]
     train(nlp, ner_examples(nlp, data), steps=60)
     assert [(e.text, e.label_) for e in nlp("I saw an elephant").ents] == [("elephant", "LARGE-ANIMAL")]
+
+
+def test_initialized_without_entity_types_it_writes_none_as_spacys_ner():
+    nlp = make_nlp(factory="crf_ner")
+    examples = [Example.from_dict(nlp.make_doc("I like ham"), {})]
+    with pytest.warns(UserWarning, match="W004"):
+        nlp.initialize(lambda: examples)
+    ner = nlp.get_pipe("crf_ner")
+    assert ner.labels == () and ner.tags == ("O",)
+    doc = nlp("Anna lives in Berlin")
+    assert doc.ents == () and [t.ent_iob_ for t in doc] == ["O"] * 4
+    nlp.update(examples, sgd=None)  # and it trains on such docs

@@ -241,6 +241,8 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
             for tag in self.target.expand_label(label):
                 self._add(tag)
         if not self.tags:
+            self._initialize_without_labels()
+        if not self.tags:
             raise ValueError(Errors.E005.format(name=self.name, target=self.cfg["target"], attr=self.target.writes))
         masks = self._constraint_masks()  # E013 early
         models = [self.model] + ([proc.model for _, proc in nlp.pipeline if hasattr(proc, "model")] if nlp else [])
@@ -257,6 +259,10 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         self.model.get_ref("output_layer").set_dim("nO", len(self.tags), force=True)
         self.model.initialize(X=doc_sample)
         set_constraints(self.model, masks)
+
+    def _initialize_without_labels(self) -> None:
+        """What initialize does where neither the examples nor add_label gave
+        a label: nothing here (E005 follows); crf_ner takes "O" alone."""
 
     def _constraint_masks(self) -> Optional[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]]:
         """The scheme's allowed transitions, starts and ends; None for "none"."""

@@ -1,5 +1,6 @@
 """The `crf_ner` component: CRF-decoded doc.ents through the tags of a scheme,
 with exact entity probabilities, a probability threshold and candidate spans."""
+import warnings
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
@@ -8,7 +9,7 @@ from spacy.tokens import Doc, Span, SpanGroup
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from ..ml import CRFBatch, DocScores
 from ..scorers import ner_score
 from ..targets import ENTITY_SCHEMES, EntityTarget
@@ -172,6 +173,12 @@ class CRFEntityRecognizer(CRFComponent):
                 name=self.name, label=label, scheme=self.cfg["scheme"], entity_type=label.partition("-")[2] or label,
             ))
         return super().add_label(label)
+
+    def _initialize_without_labels(self) -> None:
+        """No entity type: the CRF has the one tag "O" and writes no entity,
+        as spaCy's ner initialized without labels (W004)."""
+        warnings.warn(Warnings.W004.format(name=self.name))
+        self._add("O")
 
     def _constraint_scheme(self) -> str:
         return self.cfg["scheme"]
