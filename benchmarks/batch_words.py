@@ -29,7 +29,16 @@ from typing import Dict, List
 import spacy
 import torch
 
-from .common import add_allocator_argument, bare, corpus_sentences, environment, in_turn, report, use_allocator, words_per_second
+from .common import (
+    add_allocator_argument,
+    bare,
+    corpus_sentences,
+    environment,
+    in_turn,
+    report,
+    use_allocator,
+    words_per_second,
+)
 
 
 def sentence_docs(nlp, corpus_path: str) -> list:
@@ -119,7 +128,7 @@ def main() -> None:
             "tokens_labelled_differently": sum(a != b for a, b in zip(predicted, reference)) / len(reference),
         })
     if args.memory:
-        for row, (value, memory) in zip(rows, memory_rows(args).items()):
+        for row, (_value, memory) in zip(rows, memory_rows(args).items()):
             row.update(memory)
     report({
         "crf_model": args.crf_model,

@@ -77,7 +77,7 @@ def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
     results = {code: dispatch.viterbi_decode(scores, kernels=code) for code in CODES}
     torch_paths, torch_best = results["torch"]
     numba_paths, numba_best = results["numba"]
-    decode_ms = {code: round(median_ms(lambda: dispatch.viterbi_decode(scores, kernels=code), repeats), 2)
+    decode_ms = {code: round(median_ms(lambda code=code: dispatch.viterbi_decode(scores, kernels=code), repeats), 2)
                  for code in CODES}
     if packed is not None:
         assert torch.equal(dispatch.viterbi_decode_packed(packed)[0], numba_paths)

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import torch
 
-from spacy_crf.nn import CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
+from spacy_crf.nn import (
+    CRFScores,
+    allowed_from_tags,
+    negative_log_likelihood,
+    viterbi_decode,
+)
 
 from .common import SHAPES, make_batch, median_ms, torchcrf_for, write_json
 

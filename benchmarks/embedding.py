@@ -30,7 +30,14 @@ from threadpoolctl import threadpool_limits
 import spacy_crf.ml.distinct_tokens as distinct_tokens
 from spacy_crf.ml.host_blas import HOST_BLAS_OPS
 
-from .common import environment, in_turn, median_ms, unannotated_docs, words_per_second, write_json
+from .common import (
+    environment,
+    in_turn,
+    median_ms,
+    unannotated_docs,
+    words_per_second,
+    write_json,
+)
 
 VARIANTS = ("BLIS, every token", "numpy BLAS, every token", "numpy BLAS, per distinct token")
 
@@ -49,7 +56,7 @@ def products_ms(mix: Model, rows: int, repeats: int) -> Dict[str, Dict[str, floa
     }
     backends = {"thinc_blis": NumpyOps(), "numpy_blas": HOST_BLAS_OPS}
     return {
-        name: {key: round(median_ms(lambda: product(ops), repeats), 3) for key, ops in backends.items()}
+        name: {key: round(median_ms(lambda product=product, ops=ops: product(ops), repeats), 3) for key, ops in backends.items()}
         for name, product in products.items()
     }
 

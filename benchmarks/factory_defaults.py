@@ -24,8 +24,16 @@ import torch
 from spacy.training import Example
 from thinc.api import Config
 
-from .common import (add_allocator_argument, bare, corpus_sentences, environment, pipe_rates_in_turn, report,
-                     unannotated_docs, use_allocator)
+from .common import (
+    add_allocator_argument,
+    bare,
+    corpus_sentences,
+    environment,
+    pipe_rates_in_turn,
+    report,
+    unannotated_docs,
+    use_allocator,
+)
 
 LEGACY_MODEL = """
 [model]

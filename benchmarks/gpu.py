@@ -45,7 +45,13 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-from spacy_crf.nn import BiLSTMCRF, CRFScores, allowed_from_tags, negative_log_likelihood, viterbi_decode
+from spacy_crf.nn import (
+    BiLSTMCRF,
+    CRFScores,
+    allowed_from_tags,
+    negative_log_likelihood,
+    viterbi_decode,
+)
 
 from .common import SHAPES, make_batch, median_ms, torchcrf_for, write_json
 

@@ -31,10 +31,9 @@ from typing import Callable, Dict, List
 import spacy
 import torch
 
+from spacy_crf.ml import crf_shim, torch_network
 from spacy_crf.nn import BiLSTMCRF
 from spacy_crf.nn.kernels import bucketed_lstm
-
-from spacy_crf.ml import crf_shim, torch_network
 
 from .common import (
     add_allocator_argument,
@@ -142,7 +141,7 @@ def main() -> None:
         network.train(train)
         run = timer(network, lengths, train)
 
-        def measure(setting: str) -> float:
+        def measure(setting: str, run=run) -> float:
             network.lstm_runs = "packed" if setting == "packed" else "auto"
             if setting != "packed":
                 bucketed_lstm.STEP_COST, bucketed_lstm.BUCKET_COST = costs[setting]

@@ -65,7 +65,13 @@ from typing import Dict, List, Optional, Tuple
 
 from spacy_crf.errors import ErrorsWithCodes
 
-from .common import add_allocator_argument, environment, parse_spec, use_allocator, write_json
+from .common import (
+    add_allocator_argument,
+    environment,
+    parse_spec,
+    use_allocator,
+    write_json,
+)
 
 # CoNLL-U's ten columns
 COLUMNS = ["id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc"]
@@ -374,7 +380,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
     from flair.data import Dictionary
     from flair.datasets import ColumnCorpus
-    from flair.embeddings import CharacterEmbeddings, OneHotEmbeddings, StackedEmbeddings
+    from flair.embeddings import (
+        CharacterEmbeddings,
+        OneHotEmbeddings,
+        StackedEmbeddings,
+    )
     from flair.models import SequenceTagger
     from flair.trainers import ModelTrainer
 

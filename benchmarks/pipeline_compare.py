@@ -23,7 +23,14 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from .common import add_allocator_argument, in_turn, pipe_rates_in_turn, unannotated_docs, use_allocator, write_json
+from .common import (
+    add_allocator_argument,
+    in_turn,
+    pipe_rates_in_turn,
+    unannotated_docs,
+    use_allocator,
+    write_json,
+)
 
 
 def decode_share(nlp, docs, batch_size=256):

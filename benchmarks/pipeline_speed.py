@@ -11,7 +11,13 @@ from pathlib import Path
 import spacy
 import torch
 
-from .common import add_allocator_argument, report, unannotated_docs, use_allocator, words_per_second
+from .common import (
+    add_allocator_argument,
+    report,
+    unannotated_docs,
+    use_allocator,
+    words_per_second,
+)
 
 
 def main() -> None:

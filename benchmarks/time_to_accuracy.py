@@ -21,8 +21,8 @@ benchmarks.peers for Flair) to the JSON and the plot. `--baseline NAME` and
 `--reference NAME` name the runs whose best dev scores (the reference's less
 `--tolerance`) `table` times every run against.
 """
-import json
 import argparse
+import json
 import os
 import re
 import subprocess

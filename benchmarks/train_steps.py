@@ -95,7 +95,7 @@ def main() -> None:
     )
     start = words = None
     profile = cProfile.Profile() if args.profile else None
-    for batch, info, _ in loop:
+    for _batch, info, _ in loop:
         step = info["step"]
         if step == args.warmup:
             synchronise(args.gpu_id)

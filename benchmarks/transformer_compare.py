@@ -30,8 +30,12 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from scripts.paired_bootstrap import entity_counts, paired_bootstrap, precision_recall_f1
 from scripts.common import gold_sentences
+from scripts.paired_bootstrap import (
+    entity_counts,
+    paired_bootstrap,
+    precision_recall_f1,
+)
 from scripts.paired_test import compare
 
 from .common import bare, pipe_rates_in_turn, write_json

@@ -307,8 +307,7 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "c
             if row is None:
                 cells.append("-")
                 continue
-            fmt = lambda v: "-" if v is None else f"{100 * v:.1f}"
-            cells.append(f"{fmt(row['precision'])} / {fmt(row['recall'])} / {fmt(row['f1'])}")
+            cells.append(" / ".join(_percent(row[key]) for key in ("precision", "recall", "f1")))
         curve.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
     images = [f"![precision and recall over t, {name}](images/{plots[name]})" for name in records
               if (root / "metrics" / folder / plots[name]).exists()]
@@ -485,6 +484,11 @@ def copy_images(root: Path) -> None:
         target = root / "docs" / "images" / image.name
         if not target.exists() or target.read_bytes() != image.read_bytes():
             shutil.copyfile(image, target)
+
+
+def _percent(value: Optional[float]) -> str:
+    """A share as a percentage with one decimal, "-" for none."""
+    return "-" if value is None else f"{100 * value:.1f}"
 
 
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {

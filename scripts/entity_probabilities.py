@@ -391,11 +391,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         except ImportError:
             print(EntityProbabilityErrors.E306, file=sys.stderr)
             return 1
-    import spacy_crf  # noqa: F401  (registers crf_ner)
-
-    from benchmarks.common import write_json
-
     import spacy
+
+    import spacy_crf  # noqa: F401  (registers crf_ner)
+    from benchmarks.common import write_json
 
     given = [(args.model, args.dev), *args.more]
     pipelines = [spacy.load(model) for model, _ in given]

@@ -19,6 +19,7 @@ Where things are:
 
 The public names below are the functions behind the registered names.
 """
+from . import legacy  # noqa: F401  (registers the superseded versions)
 from .about import __version__
 from .components import (
     CRFComponent,
@@ -34,7 +35,6 @@ from .ml import build_bilstm_crf_v4, build_char_cnn_v2, build_hash_char_embed_v5
 from .readers import create_sentences_and_docs_reader
 from .schedules import warmup_linear
 from .scorers import make_morphologizer_scorer, make_ner_scorer, make_tagger_scorer
-from . import legacy  # noqa: F401  (registers the superseded versions)
 
 __all__ = [
     "CRFComponent",

@@ -220,7 +220,8 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     from spacy.tokens import Doc
     from spacy.training import Example
 
-    from .helpers import make_nlp, train as train_nlp
+    from .helpers import make_nlp
+    from .helpers import train as train_nlp
 
     nlp = make_nlp()
     words, tags = ["I", "ca", "n't", "eat", "green", "eggs"], ["PRP", "MD", "RB", "VB", "JJ", "NNS"]
@@ -285,7 +286,7 @@ def save_crf_and_tagger(corpus, folder, updates=0):
         if name == "spacy":
             nlp.add_pipe("tagger")
         examples = [Example(nlp.make_doc(d.text), d) for d in docs]
-        optimizer = nlp.initialize(get_examples=lambda: examples)
+        optimizer = nlp.initialize(get_examples=lambda examples=examples: examples)
         for _ in range(updates):
             nlp.update(examples, sgd=optimizer)
         nlp.to_disk(folder / name)
@@ -338,7 +339,8 @@ def test_embedding_times_both_cpu_paths_and_restores_them(corpus, tmp_path):
     from spacy.training import Example
 
     import spacy_crf.ml.distinct_tokens as distinct_tokens
-    from benchmarks.embedding import VARIANTS, main as embedding
+    from benchmarks.embedding import VARIANTS
+    from benchmarks.embedding import main as embedding
     from spacy_crf.ml.host_blas import HOST_BLAS_OPS
 
     from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, make_nlp

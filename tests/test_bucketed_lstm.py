@@ -9,8 +9,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
-from spacy_crf.nn import BiLSTMCRF, PackedScores
-from spacy_crf.nn import crf, quantize
+from spacy_crf.nn import BiLSTMCRF, PackedScores, crf, quantize
 from spacy_crf.nn.kernels import bucketed_lstm
 from spacy_crf.nn.kernels.bucketed_lstm import bucketed_bilstm, buckets, runs_on
 from spacy_crf.nn.packed import packing_rows, pad_tokens, token_starts

@@ -5,17 +5,22 @@ would cut it, for reading only."""
 import numpy
 import pytest
 import spacy
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
-import torch
 from thinc.api import ArgsKwargs, fix_random_seed
 
+from spacy_crf.components import CRFTagger
 from spacy_crf.ml import CRFBatch
 from spacy_crf.ml.bilstm_crf import _convert_inputs, predict_by_pieces
-from spacy_crf.ml.doc_scores import DocScores, punctuation_sentence_starts, sentence_lengths, sentence_lengths_of
-from spacy_crf.components import CRFTagger
+from spacy_crf.ml.doc_scores import (
+    DocScores,
+    punctuation_sentence_starts,
+    sentence_lengths,
+    sentence_lengths_of,
+)
 from spacy_crf.targets import span_patterns
 
 from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, make_examples, make_nlp, train

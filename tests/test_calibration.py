@@ -23,14 +23,28 @@ from spacy_crf.calibration import (
     reliability_bins,
     token_outcomes,
 )
-from spacy_crf.calibration.temperature import GoldScores, fit_temperature, golden_section
+from spacy_crf.calibration.temperature import (
+    GoldScores,
+    fit_temperature,
+    golden_section,
+)
 from spacy_crf.legacy import crf_tagger_score, crf_tagger_score_v2
 from spacy_crf.ml import CRFBatch, torch_network
 from spacy_crf.nn import CRFScores, factored_transitions, marginals
 from spacy_crf.scorers import ner_score, tagger_score, token_scores
 from spacy_crf.targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, span_patterns
 
-from .helpers import MORPH_SENTENCES, SENTENCES, all_paths, brute_score, make_examples, make_nlp, random_batch, train, with_checksum
+from .helpers import (
+    MORPH_SENTENCES,
+    SENTENCES,
+    all_paths,
+    brute_score,
+    make_examples,
+    make_nlp,
+    random_batch,
+    train,
+    with_checksum,
+)
 from .test_entities import NER_DATA, ner_examples
 from .test_spans import matches, scheme_scores
 

@@ -11,7 +11,15 @@ from spacy.tokens import Doc
 from spacy_crf.ml import char_cnn
 from spacy_crf.ml.char_cnn import WORD_END, WORD_START, build_char_cnn_v2, word_symbols
 
-from .helpers import HASH_CHAR_EMBED, SMALL_MODEL, TEST_TEXTS, assert_same_weights, make_examples, tags_of, train
+from .helpers import (
+    HASH_CHAR_EMBED,
+    SMALL_MODEL,
+    TEST_TEXTS,
+    assert_same_weights,
+    make_examples,
+    tags_of,
+    train,
+)
 
 WORDS = [
     ["I", "like", "green", "eggs", "and", "ham", "."],
@@ -277,7 +285,7 @@ def test_v5_and_v4_without_a_word_encoder_are_v3():
     for embed in ({**EMBED, "word_encoder": None}, v4, v3):
         nlp = spacy.blank("en")
         nlp.add_pipe("crf_tagger", config={"model": {**SMALL_MODEL, "tok2vec": embed}})
-        nlp.initialize(lambda: make_examples(nlp))
+        nlp.initialize(lambda nlp=nlp: make_examples(nlp))
         models.append([n.name for n in nlp.get_pipe("crf_tagger").model.walk()])
     assert models[0] == models[1] == models[2]
 

@@ -115,7 +115,7 @@ def test_overfitting_io(factory, tmp_path):
     assert losses[factory] < 0.5
     texts = [" ".join(words) for words in WORDS]
     predicted = [READ[factory](doc) for doc in nlp.pipe(texts)]
-    for words, gold, got in zip(WORDS, GOLD, predicted):
+    for words, _gold, got in zip(WORDS, GOLD, predicted):
         expected = READ[factory](examples(nlp)[WORDS.index(words)].reference)
         assert got == expected
     scores = nlp.evaluate(train)

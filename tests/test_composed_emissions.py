@@ -14,8 +14,8 @@ from torch import nn
 from spacy_crf.ml import crf_shim, torch_network
 from spacy_crf.nn import BiLSTMCRF
 from spacy_crf.nn.emissions import ComposedEmission
-from spacy_crf.nn.quantize import bf16_copy, int8_copy
 from spacy_crf.nn.quantize import available as int8_available
+from spacy_crf.nn.quantize import bf16_copy, int8_copy
 from spacy_crf.targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, label_parts
 
 from .helpers import (
@@ -26,7 +26,12 @@ from .helpers import (
     make_nlp,
     train,
 )
-from .test_morph import TEST_TEXTS, analyses, assert_pos_morph_overfits_and_round_trips, morph_examples
+from .test_morph import (
+    TEST_TEXTS,
+    analyses,
+    assert_pos_morph_overfits_and_round_trips,
+    morph_examples,
+)
 from .test_tagger import JOINT_DATA
 
 COMPOSED = {
@@ -266,7 +271,7 @@ def test_v2_is_v3_with_full_emissions():
     for model in ({**COMPOSED, "@architectures": "spacy_crf.BiLSTMCRF.v2", "emissions": None}, {**COMPOSED, "emissions": "full"}):
         model = {k: v for k, v in model.items() if v is not None}
         nlp = make_nlp(model=model, factory="crf_morphologizer")
-        nlp.initialize(get_examples=lambda: morph_examples(nlp))
+        nlp.initialize(get_examples=lambda nlp=nlp: morph_examples(nlp))
         network = torch_network(nlp.get_pipe("crf_morphologizer").model)
         structures.append([(name, tuple(p.shape)) for name, p in network.named_parameters()])
         assert isinstance(network.emission, nn.Linear)

@@ -6,10 +6,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacy_crf.targets.schemes import allowed_transitions
 from spacy_crf.nn import NEG_INF, CRFScores, marginals, viterbi_decode
+from spacy_crf.targets.schemes import allowed_transitions
 
-from .helpers import all_paths, brute_score, make_examples, make_nlp, random_batch, train, valid_reference
+from .helpers import (
+    all_paths,
+    brute_score,
+    make_examples,
+    make_nlp,
+    random_batch,
+    train,
+    valid_reference,
+)
 
 BIO = ["B-LOC", "B-PER", "I-LOC", "I-PER", "O"]
 BILUO = ["B-PER", "I-PER", "L-PER", "O", "U-LOC", "U-PER"]

@@ -124,7 +124,7 @@ def test_labels_are_entity_types_as_spacys_ner_lists_them():
     # spacy init labels' output initializes a fresh component, as 1.0's tag lists still do
     for given in (ner.label_data, ner.tags):
         fresh = make_nlp(factory="crf_ner")
-        fresh.get_pipe("crf_ner").initialize(lambda: ner_examples(fresh), labels=list(given))
+        fresh.get_pipe("crf_ner").initialize(lambda fresh=fresh: ner_examples(fresh), labels=list(given))
         assert fresh.get_pipe("crf_ner").labels == ("LOC", "PER")
         assert set(fresh.get_pipe("crf_ner").tags) == set(ner.tags)
 

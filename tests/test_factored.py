@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from spacy_crf.nn import crf, factored, spans
-from spacy_crf.nn.kernels import dispatch
 from spacy_crf.nn.crf import CRFScores, allowed_from_tags
+from spacy_crf.nn.kernels import dispatch
 
 from .helpers import all_paths, brute_log_z, brute_score
 

@@ -10,7 +10,11 @@ from spacy_crf.nn import crf, factored
 from spacy_crf.nn.kernels import dispatch
 
 from .helpers import SMALL_MODEL, TRAIN_DATA, make_examples, make_nlp, train
-from .test_morph import TEST_TEXTS, assert_pos_morph_overfits_and_round_trips, morph_examples
+from .test_morph import (
+    TEST_TEXTS,
+    assert_pos_morph_overfits_and_round_trips,
+    morph_examples,
+)
 
 FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": "factored"}
 

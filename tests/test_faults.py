@@ -197,7 +197,8 @@ def test_a_kill_while_saving_leaves_a_component_that_loads(tmp_path):
     import sys
     import time
 
-    from .helpers import make_examples as examples_of, trained_nlp
+    from .helpers import make_examples as examples_of
+    from .helpers import trained_nlp
 
     versions = []
     for steps in (1, 2):

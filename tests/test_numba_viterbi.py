@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from spacy_crf.nn import NEG_INF, crf, factored
-from spacy_crf.nn.kernels import dispatch
 from spacy_crf.nn.crf import CRFScores
+from spacy_crf.nn.kernels import dispatch
 from spacy_crf.nn.packed import PackedScores, packing_rows
 
 from .helpers import all_paths, brute_score

@@ -7,7 +7,15 @@ import sys
 
 import pytest
 
-from .test_project import TURKISH, TURKISH_UNSEEN, copy_project, morph_conllu, project_run, run, words_of
+from .test_project import (
+    TURKISH,
+    TURKISH_UNSEEN,
+    copy_project,
+    morph_conllu,
+    project_run,
+    run,
+    words_of,
+)
 
 TREEBANK_VARS = ["--vars.treebank_name", "tr_tiny", "--vars.train_name", "tr_tiny-ud-train",
                  "--vars.dev_name", "tr_tiny-ud-dev"]

@@ -8,7 +8,15 @@ import torch
 from spacy_crf.ml import crf_shim
 from spacy_crf.nn import quantize as quantization
 
-from .helpers import SMALL_MODEL, TRAIN_DATA, assert_same_weights, make_examples, make_nlp, tags_of, train
+from .helpers import (
+    SMALL_MODEL,
+    TRAIN_DATA,
+    assert_same_weights,
+    make_examples,
+    make_nlp,
+    tags_of,
+    train,
+)
 
 needs_int8 = pytest.mark.skipif(not quantization.available(), reason="this torch has no dynamic quantization")
 MODES = [pytest.param("int8", marks=needs_int8), "bf16"]

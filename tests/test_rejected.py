@@ -8,11 +8,11 @@ import random
 import pytest
 import torch
 
-from spacy_crf.targets.schemes import allowed_transitions
 from spacy_crf.nn import constrain, crf
 from spacy_crf.nn.crf import CRFScores
 from spacy_crf.nn.rejected import log_partition_without
 from spacy_crf.targets import entity_tags, span_patterns
+from spacy_crf.targets.schemes import allowed_transitions
 
 from .helpers import brute_score
 

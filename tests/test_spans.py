@@ -9,7 +9,6 @@ import spacy
 import torch
 from spacy.tokens import Doc
 
-from spacy_crf.targets.schemes import allowed_transitions
 from spacy_crf.ml import CRFBatch, DocScores
 from spacy_crf.nn import (
     NEG_INF,
@@ -22,6 +21,7 @@ from spacy_crf.nn import (
     span_log_probs,
 )
 from spacy_crf.targets import entity_tags, span_patterns, tags_to_spans
+from spacy_crf.targets.schemes import allowed_transitions
 
 from .helpers import SMALL_MODEL, brute_score, make_nlp, random_batch, train
 from .test_entities import ner_examples

@@ -8,7 +8,12 @@ from spacy.training import Example
 
 from spacy_crf import CRFTagger
 from spacy_crf.ml import torch_network
-from spacy_crf.threads import possible_defaults, resolve_threads, torch_default_threads, torch_threads
+from spacy_crf.threads import (
+    possible_defaults,
+    resolve_threads,
+    torch_default_threads,
+    torch_threads,
+)
 
 TRAIN_DATA = [
     ("I like green eggs", {"tags": ["N", "V", "J", "N"]}),

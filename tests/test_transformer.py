@@ -127,7 +127,7 @@ def test_update_under_a_transformer_keeps_the_process_threads(tmp_path, monkeypa
     for nlp in (with_transformer, without):
         examples = [Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))
                     for words, tags in SENTENCES]
-        nlp.initialize(lambda: examples)
+        nlp.initialize(lambda examples=examples: examples)
         nlp.update(examples)
     after = torch.get_num_threads()
     torch.set_num_threads(before)

@@ -17,7 +17,12 @@ from spacy.training import Example
 from thinc.api import Config
 
 from scripts import fetch_encoder
-from scripts.paired_bootstrap import entity_counts, f1, paired_bootstrap, precision_recall_f1
+from scripts.paired_bootstrap import (
+    entity_counts,
+    f1,
+    paired_bootstrap,
+    precision_recall_f1,
+)
 from scripts.split_corpus import sample
 
 from .helpers import CONFIGS, SENTENCES

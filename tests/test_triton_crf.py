@@ -24,12 +24,12 @@ from spacy_crf.nn import (  # noqa: E402
     NEG_INF,
     CRFScores,
     allowed_from_tags,
+    crf,  # noqa: E402
     log_partition,
     marginals,
     negative_log_likelihood,
     viterbi_decode,
 )
-from spacy_crf.nn import crf  # noqa: E402
 from spacy_crf.nn.kernels import dispatch, triton_crf  # noqa: E402
 
 from .helpers import no_host_sync  # noqa: E402

@@ -2,9 +2,9 @@
 each token's marginal entropy (for active learning), batched like predict."""
 import numpy
 import pytest
+from spacy.training import Example
 
 from .helpers import TRAIN_DATA, make_nlp, train
-from spacy.training import Example
 
 TEXTS = ["I like green eggs", "Eat blue ham", "", "ham", "I like blue ham and green eggs , I eat ham"]
 

@@ -23,12 +23,12 @@ import numpy
 from spacy.language import Language
 from spacy.training import Corpus, Example
 
-from .metrics import N_BINS, Outcomes, entity_outcomes, token_outcomes
+from ..components import CRFComponent
 from ..errors import Errors
 from ..ml import CRFBatch, torch_network
-from ..components import CRFComponent
 from ..targets import EntityTarget, gold_ids
 from ..threads import torch_threads
+from .metrics import N_BINS, Outcomes, entity_outcomes, token_outcomes
 
 # the range of the search, and its precision in log tau (0.1 % of tau)
 LOW, HIGH = 0.01, 100.0

@@ -4,7 +4,19 @@ is in training.py, saving and loading in saving.py; each subclass says what its
 labels mean (its target) and adds its own settings. spaCy glue only: the model
 (spacy_crf.ml) turns docs into CRF scores and decodes them."""
 from itertools import islice
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import numpy
 from spacy import util

@@ -13,9 +13,9 @@ from ..errors import Errors, Warnings
 from ..ml import CRFBatch, DocScores
 from ..scorers import ner_score
 from ..targets import ENTITY_SCHEMES, EntityTarget
-from .training import RejectedSpans
 from .base import CRFComponent, CRFPrediction
 from .defaults import default_model
+from .training import RejectedSpans
 
 if not Span.has_extension("crf_prob"):
     Span.set_extension("crf_prob", default=None)
@@ -177,7 +177,7 @@ class CRFEntityRecognizer(CRFComponent):
     def _initialize_without_labels(self) -> None:
         """No entity type: the CRF has the one tag "O" and writes no entity,
         as spaCy's ner initialized without labels (W004)."""
-        warnings.warn(Warnings.W004.format(name=self.name))
+        warnings.warn(Warnings.W004.format(name=self.name), stacklevel=2)
         self._add("O")
 
     def _constraint_scheme(self) -> str:

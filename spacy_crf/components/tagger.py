@@ -99,7 +99,7 @@ def make_crf_tagger(
     warning W003) so that pipelines saved by 0.x load and predict as before.
     """
     if target in MOVED_TARGETS:
-        warnings.warn(Warnings.W003.format(name=name, target=target, factory=MOVED_TARGETS[target]))
+        warnings.warn(Warnings.W003.format(name=name, target=target, factory=MOVED_TARGETS[target]), stacklevel=2)
         from .moved_targets import make_moved_target
 
         return make_moved_target(

@@ -22,8 +22,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy
 
-from ..files import file_sha256
 from ..errors import BadRecordError, CorpusErrors
+from ..files import file_sha256
 from .parquet import import_pyarrow
 
 INPUT_FORMATS = ("jsonl", "text", "parquet", "docbin")

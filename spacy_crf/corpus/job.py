@@ -10,9 +10,16 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 import spacy
 
 from ..errors import BadRecordError, CorpusErrors
-from .parquet import import_pyarrow
-from .pipeline import ChunkResult, load_pipeline
-from .inputs import INPUT_FORMATS, SUFFIXES, Chunk, ReadOptions, Shard, find_input_files, input_changed, plan_shards
+from .inputs import (
+    INPUT_FORMATS,
+    SUFFIXES,
+    Chunk,
+    ReadOptions,
+    Shard,
+    find_input_files,
+    input_changed,
+    plan_shards,
+)
 from .outputs import (
     OUTPUT_FORMATS,
     check_job,
@@ -26,6 +33,8 @@ from .outputs import (
     write_manifest,
     write_shard,
 )
+from .parquet import import_pyarrow
+from .pipeline import ChunkResult, load_pipeline
 
 ENGINES = ("local", "ray")
 ON_ERROR = ("skip", "raise")

@@ -20,8 +20,8 @@ from typing import Any, Deque, Dict, Iterable, Iterator, Optional
 
 from spacy.language import Language
 
-from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
 from .inputs import Chunk, ChunkData, ReadOptions, read_chunk
+from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 WATCH_SECONDS = 1.0  # between a worker's checks that its parent lives

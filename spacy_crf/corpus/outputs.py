@@ -35,8 +35,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc, DocBin
 
-from ..files import TEMPORARY_PREFIX, file_sha256, write_atomic
 from ..errors import CorpusErrors, CorpusWarnings
+from ..files import TEMPORARY_PREFIX, file_sha256, write_atomic
 from .parquet import import_pyarrow
 
 OUTPUT_FORMATS = ("docbin", "parquet", "jsonl")

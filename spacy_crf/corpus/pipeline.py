@@ -22,7 +22,6 @@ from ..errors import CorpusErrors
 from .inputs import ChunkData, Shard, bad_record
 from .outputs import Outputs, encode_chunk
 
-
 _WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -50,7 +49,7 @@ def outputs_of(nlp: Language, *, model: str = "pipeline") -> Outputs:
         token._.crf_confidence is set.
     """
     targets, confidence = [], False
-    for name, proc in nlp.pipeline:
+    for _name, proc in nlp.pipeline:
         if not isinstance(proc, CRFComponent):
             continue
         cfg = proc.cfg

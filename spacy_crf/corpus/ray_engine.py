@@ -18,8 +18,8 @@ import numpy
 from spacy.language import Language
 
 from ..errors import CorpusErrors
-from .pipeline import ChunkTagger, ChunkResult, pipeline_from_payload, pipeline_payload
 from .inputs import Chunk, ReadOptions, read_chunk
+from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
 
 MAX_BLOCKS = 10000
 

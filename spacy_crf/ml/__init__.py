@@ -1,6 +1,7 @@
 """The Thinc side of spacy-crf: the registered architectures, the shim around
 the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
+from .batch_loss import crf_batch_loss
 from .bilstm_crf import (
     build_bilstm_crf_v4,
     check_quantize,
@@ -21,7 +22,6 @@ from .embed import (
     build_hash_char_embed_v5,
     count_known_words,
 )
-from .batch_loss import crf_batch_loss
 
 __all__ = [
     "CRFBatch",

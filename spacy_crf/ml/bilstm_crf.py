@@ -19,8 +19,8 @@ from thinc.types import Floats2d
 from ..errors import Errors
 from ..nn import BiLSTMCRF, CRFScores, PackedScores
 from ..nn import quantize as quantization
-from ..nn.network import TRANSITIONS
 from ..nn.emissions import EMISSIONS
+from ..nn.network import TRANSITIONS
 from .crf_batch import CRFBatch, row_layout
 from .shim import CRFShim
 

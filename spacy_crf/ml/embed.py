@@ -11,12 +11,20 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy
 from spacy.attrs import intify_attr
-from spacy.ml.models.tok2vec import MultiHashEmbed
 from spacy.ml.staticvectors import StaticVectors
 from spacy.strings import hash_string
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import HashEmbed, Maxout, Model, chain, concatenate, list2ragged, ragged2list, with_array
+from thinc.api import (
+    HashEmbed,
+    Maxout,
+    Model,
+    chain,
+    concatenate,
+    list2ragged,
+    ragged2list,
+    with_array,
+)
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors

@@ -34,7 +34,13 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 import torch
-from thinc.api import ArgsKwargs, PyTorchShim, get_torch_default_device, torch2xp, xp2torch
+from thinc.api import (
+    ArgsKwargs,
+    PyTorchShim,
+    get_torch_default_device,
+    torch2xp,
+    xp2torch,
+)
 
 from ..errors import Errors, UnsafeModelError
 from ..nn import BiLSTMCRF

@@ -5,8 +5,6 @@ nbest_decode are dispatch.py's: the fused Triton kernels on CUDA, factored.py
 for class-factored transitions, the torch reference (spacy_crf.nn.crf)
 otherwise; see dispatch.py for the `kernels` switch.
 """
-from .kernels import bucketed_lstm
-from .network import BiLSTMCRF
 from .constraints import constrain
 from .crf import (
     NEG_INF,
@@ -15,6 +13,7 @@ from .crf import (
     check_scores,
     path_score,
 )
+from .factored import factored_transitions
 from .kernels.dispatch import (
     log_partition,
     marginals,
@@ -23,8 +22,8 @@ from .kernels.dispatch import (
     viterbi_decode,
     viterbi_decode_packed,
 )
-from .factored import factored_transitions
 from .loss import crf_loss
+from .network import BiLSTMCRF
 from .packed import PackedScores
 from .spans import all_span_log_probs, forward_backward, span_log_probs
 

@@ -32,7 +32,14 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 
-from .crf import CRFScores, _compute_dtype, _logmatmul, check_scores, in_batch_order, length_order
+from .crf import (
+    CRFScores,
+    _compute_dtype,
+    _logmatmul,
+    check_scores,
+    in_batch_order,
+    length_order,
+)
 
 
 def check_classes(scores: CRFScores, n_labels: Optional[int] = None) -> torch.Tensor:

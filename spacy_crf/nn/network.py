@@ -10,11 +10,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from .kernels import bucketed_lstm
 from .constraints import forbid
 from .crf import CRFScores
 from .emissions import EMISSIONS, ComposedEmission
 from .factored import factored_transitions
+from .kernels import bucketed_lstm
 from .packed import PackedScores, packing_rows, pad_tokens, token_index, token_starts
 
 TRANSITIONS = ("full", "factored")

@@ -7,11 +7,35 @@ Each component picks its own targets: crf_tagger those of tokens.py ("tag",
 """
 from typing import Union
 
-from .entities import EntityTarget, entity_offsets, entity_tags, span_patterns, tags_to_spans
+from .entities import (
+    EntityTarget,
+    entity_offsets,
+    entity_tags,
+    span_patterns,
+    tags_to_spans,
+)
 from .ids import gold_ids, label_classes, label_parts
-from .morph import ALL_TAGS, MORPH_TARGET, MORPH_TARGETS, POS_MORPH, AllTagsTarget, MorphTarget, PosMorphTarget, normalize_morph
+from .morph import (
+    ALL_TAGS,
+    MORPH_TARGET,
+    MORPH_TARGETS,
+    POS_MORPH,
+    AllTagsTarget,
+    MorphTarget,
+    PosMorphTarget,
+    normalize_morph,
+)
 from .schemes import ENTITY_SCHEMES, SCHEMES, allowed_transitions
-from .tokens import JOINT, POS_TARGET, TAG_TARGET, TOKEN_TARGETS, UPOS_TAGS, JointTarget, TokenTarget, write_token_attr
+from .tokens import (
+    JOINT,
+    POS_TARGET,
+    TAG_TARGET,
+    TOKEN_TARGETS,
+    UPOS_TAGS,
+    JointTarget,
+    TokenTarget,
+    write_token_attr,
+)
 
 Target = Union[TokenTarget, JointTarget, MorphTarget, PosMorphTarget, AllTagsTarget, EntityTarget]
 

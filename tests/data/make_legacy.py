@@ -396,8 +396,9 @@ def build_030(target, fixture=None, factory="crf_tagger"):
 
 def made_with():
     """The code and library versions that wrote a fixture."""
-    import spacy_crf
     import thinc
+
+    import spacy_crf
 
     where = Path(spacy_crf.__file__).resolve().parent
     git = ["git", "-C", str(where)]
