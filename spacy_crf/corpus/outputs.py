@@ -151,24 +151,45 @@ def job_lock(output: Path) -> Iterator[None]:
     The lock is an flock on OUTPUT/.lock, which the system releases when its
     holder ends, however it ends: a killed job leaves no stale lock. The file
     names the holder (host and pid) for the message."""
-    import fcntl
-
     try:
         fd = os.open(check_real(output, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as err:
         raise ValueError(CorpusErrors.E118.format(path=output, reason=err.strerror or err)) from err
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = os.read(fd, 200).decode("utf8", "replace").strip() or "unknown"
+    if not _try_lock(fd):
+        try:
+            holder = os.read(fd, 200).decode("utf8", "replace").strip() or "unknown"
+        except OSError:
+            holder = "unknown"
         os.close(fd)
-        raise ValueError(CorpusErrors.E121.format(path=output, holder=f"host and pid: {holder}")) from None
+        raise ValueError(CorpusErrors.E121.format(path=output, holder=f"host and pid: {holder}"))
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode("utf8"))
         yield
     finally:
         os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    """Lock an open file for this process without waiting: flock, or on
+    Windows msvcrt's lock of its first byte (both end with the process).
+    RETURNS (bool): False where another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only
+        except OSError:
+            return False
+        os.lseek(fd, 0, os.SEEK_SET)
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def write_shard(output: Path, shard_name: str, payloads: Iterable[bytes], *, output_format: str) -> str:
