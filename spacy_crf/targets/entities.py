@@ -5,6 +5,7 @@ span posteriors). See tokens.py for what a target is. Pure Python and numpy.
 from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 import numpy
+from spacy.attrs import ENT_IOB, ENT_TYPE
 from spacy.tokens import Doc, Span
 from spacy.training import Example, biluo_tags_to_spans
 from spacy.training.iob_utils import doc_to_biluo_tags, tags_to_entities
@@ -69,7 +70,8 @@ class EntityTarget:
                 # (doc.set_ents(blocked=...): IOB "B" without a type) stays
                 # blocked, and every other token is written, "O" outside the
                 # entities (a preset "O" may become an entity, as there)
-                blocked = [token.i for token in doc if token.ent_iob == 3 and not token.ent_type]
+                iob_type = doc.to_array([ENT_IOB, ENT_TYPE]).reshape(-1, 2)  # no loop over tokens
+                blocked = numpy.flatnonzero((iob_type[:, 0] == 3) & (iob_type[:, 1] == 0)).tolist()
                 taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}.union(blocked)
                 new = [s for s in spans if not taken.intersection(range(s.start, s.end))]
                 doc.set_ents(list(doc.ents) + new, blocked=[doc[i : i + 1] for i in blocked], default="outside")
