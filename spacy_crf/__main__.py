@@ -1,5 +1,6 @@
-"""Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]` and
-`python -m spacy_crf calibrate MODEL DEV [options]`."""
+"""Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]`,
+`python -m spacy_crf calibrate MODEL DEV [options]`, `python -m spacy_crf
+debug-data CONFIG [overrides]` and `python -m spacy_crf displacy MODEL DATA OUTPUT`."""
 import argparse
 import json
 import sys
@@ -13,7 +14,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     tag = commands.add_parser(
         "tag",
-        help="tag a corpus with a crf_tagger pipeline (local or Ray), resumably",
+        help="tag a corpus with a spaCy pipeline (local or Ray), resumably",
         description=(
             "Tag every document of INPUT (a file or a folder: JSON Lines, plain text with one "
             "document per line, Parquet, spaCy DocBin) with the pipeline MODEL and write the "
@@ -45,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     tag.add_argument("--no-progress", action="store_true", help="no progress bar")
     calibrate = commands.add_parser(
         "calibrate",
-        help="fit the temperature of a crf_tagger's probabilities on annotated docs",
+        help="fit the temperature of a CRF component's probabilities on annotated docs",
         description=(
             "Fit the temperature tau of the CRF's probabilities, P(y|x) proportional to "
             "exp(Score(x, y) / tau), on the annotated docs DEV by minimizing the negative "
@@ -68,11 +69,52 @@ def _parser() -> argparse.ArgumentParser:
                            help="minimise the gold labels' NLL (tokens), or, for crf_ner, the log loss "
                                 "of the decoded entities' posteriors (entities)")
     calibrate.add_argument("--dry-run", action="store_true", help="fit and print, save nothing")
+    debug = commands.add_parser(
+        "debug-data",
+        help="spacy debug data, with its tag, morph and entity checks for crf components",
+        description=(
+            "Run spaCy's `debug data` on CONFIG with each crf_tagger, crf_morphologizer and crf_ner "
+            "swapped for spaCy's tagger, morphologizer and ner (spaCy runs those checks only for "
+            "components of its own factory names; they read the data, not the model). Config "
+            "overrides such as --paths.train FILE follow CONFIG, as for spaCy's command."
+        ),
+    )
+    debug.add_argument("config", help="the training config")
+    debug.add_argument("--verbose", "-V", action="store_true", help="print more about the data")
+    displacy = commands.add_parser(
+        "displacy",
+        help="render a pipeline's entities on annotated texts as HTML (spacy evaluate --displacy-path)",
+        description=(
+            "Tag the texts of the first LIMIT docs of DATA with MODEL and write OUTPUT/entities.html "
+            "with displaCy, as `spacy evaluate --displacy-path` does for spaCy's ner (it renders "
+            "nothing for crf_ner, whose factory name it does not know)."
+        ),
+    )
+    displacy.add_argument("model", help="pipeline folder or installed package name")
+    displacy.add_argument("data", help="a .spacy file or a folder of them")
+    displacy.add_argument("output", help="output folder")
+    displacy.add_argument("--limit", type=int, default=25, help="docs to render")
+    displacy.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
+                          help="read DATA on its gold tokens, one sentence per doc")
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    args, extra = _parser().parse_known_args(argv)
+    if args.command == "debug-data":
+        from spacy.cli._util import parse_config_overrides
+
+        from spacy_crf.spacy_commands import debug_data
+
+        return debug_data(args.config, parse_config_overrides(extra), verbose=args.verbose)
+    if extra:
+        _parser().error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "displacy":
+        from spacy_crf.spacy_commands import render_entities
+
+        path = render_entities(args.model, args.data, args.output, limit=args.limit, gold_preproc=args.gold_preproc)
+        msg.good(f"Rendered the entities of {args.limit} docs", str(path))
+        return 0
     if args.command == "calibrate":
         return _calibrate(args)
     return _tag(args)
@@ -139,6 +181,14 @@ def _calibrate(args: argparse.Namespace) -> int:
             ("token accuracy", "token_accuracy")]
     if "ents_ece" in after:
         rows += [("entity ECE", "ents_ece"), ("entity Brier", "ents_brier"), ("entity precision", "ents_precision")]
+    # the fitted objective first, marked: the summed loss the search minimised
+    fitted = result.fit.nll
+    if args.objective == "entities":
+        before["ents_log_loss"] = fitted.get(before["temperature"])
+        after["ents_log_loss"] = fitted.get(after["temperature"])
+        rows.insert(0, ("entity log loss, summed (fitted)", "ents_log_loss"))
+    else:
+        rows[0] = ("NLL / gold token (fitted)", "nll")
 
     def shown(value: Optional[float]) -> str:
         return "-" if value is None else f"{value:.4f}"
