@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from benchmarks.common import environment
+
 PROTOCOL = {
     "learn_rate": 1e-4,
     "warmup_steps": 100,
@@ -73,8 +75,27 @@ def score_on(model: Path, dev: Path) -> Dict[str, Any]:
     nlp = spacy.load(model)
     gold_preproc = bool(nlp.config["corpora"]["dev"].get("gold_preproc", False))
     examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
-    scores = nlp.evaluate(examples)
-    return {key: value for key, value in scores.items() if isinstance(value, (int, float))}
+    scores = nlp.evaluate(examples)  # sets each example's predicted doc
+    result = {key: value for key, value in scores.items() if isinstance(value, (int, float))}
+    result["per_doc"] = per_doc_counts(examples, "ents_f" if "ents_f" in result else "tag_acc")
+    return result
+
+
+def per_doc_counts(examples: List[Any], score: str) -> Dict[str, Any]:
+    """Each dev doc's counts, for a paired bootstrap over docs: for ents_f
+    (true positives, false positives, false negatives) of entities matched
+    on characters and label, as spaCy's scorer matches them; for tag_acc
+    (correct, gold) tokens, aligned as spaCy's scorer aligns them."""
+    counts = []
+    for eg in examples:
+        if score == "ents_f":
+            gold = {(e.start_char, e.end_char, e.label_) for e in eg.reference.ents}
+            found = {(e.start_char, e.end_char, e.label_) for e in eg.predicted.ents}
+            counts.append([len(gold & found), len(found - gold), len(gold - found)])
+        else:
+            pairs = [(g, t.tag_) for g, t in zip(eg.get_aligned("TAG", as_string=True), eg.predicted) if g]
+            counts.append([sum(g == p for g, p in pairs), len(pairs)])
+    return {"score": score, "counts": counts}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -93,6 +114,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.rescore:
         record = json.loads((args.output / "run.json").read_text())
         record["score"] = score_on(args.output / "model-best", args.dev_score)
+        record.setdefault("environment", environment())
         (args.output / "run.json").write_text(json.dumps(record, indent=2) + "\n")
         return 0
     p = {**PROTOCOL, **args.protocol}
@@ -141,6 +163,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "wall_seconds": round(wall, 1),
         "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
         "threads": args.threads,
+        "environment": environment(),
     }
     (args.output / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     print(json.dumps({k: record[k] for k in ("steps", "best_step", "stopped_by", "best_select_score")}))

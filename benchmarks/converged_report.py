@@ -1,0 +1,162 @@
+"""The converged transformer comparison's table and learning curves, from the
+run records of `benchmarks.converged` (benchmarks/runs/converged/*.json).
+
+    python -m benchmarks.converged_report [--runs benchmarks/runs/converged] [--plot FILE.png]
+
+A record's name says what it is: TASK_SYSTEM_sSEED.json ("ner10_crf_s0":
+entities on 10% of the train docs, crf_ner, seed 0). Per task and head the
+table gives the seeds, how many converged (patience stopped them, not the
+cap), their steps and best steps, and the score on the held-out dev half:
+mean and range over the seeds. Where both heads have per-doc counts for the
+same seeds, a paired bootstrap over the held-out docs pools the seeds: each
+draw resamples the docs once and sums both heads' counts over every seed.
+"""
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy
+
+RUNS = Path(__file__).parent / "runs" / "converged"
+TASKS = {
+    "ner10": ("entities", "UNER English EWT, 10% of train docs", "ents_f"),
+    "tag10": ("tags", "UD English EWT, 10% of train docs", "tag_acc"),
+}
+HEADS = {"crf": ("crf_ner", "crf_tagger"), "spacy": ("spaCy ner", "spaCy tagger")}
+
+
+def load_runs(folder: Path = RUNS) -> Dict[Tuple[str, str], Dict[int, Dict[str, Any]]]:
+    """{(task, head): {seed: record}} of the folder's records."""
+    runs: Dict[Tuple[str, str], Dict[int, Dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.json")):
+        task, head, seed = path.stem.rsplit("_", 2)
+        runs.setdefault((task, head), {})[int(seed.lstrip("s"))] = json.loads(path.read_text())
+    return runs
+
+
+def _metric(counts: numpy.ndarray, score: str) -> numpy.ndarray:
+    """F1 (ents_f) or accuracy (tag_acc) of summed counts, last axis the counts."""
+    if score == "ents_f":
+        tp, fp, fn = counts[..., 0], counts[..., 1], counts[..., 2]
+        return 2 * tp / numpy.maximum(2 * tp + fp + fn, 1)
+    return counts[..., 0] / numpy.maximum(counts[..., 1], 1)
+
+
+def pooled_bootstrap(
+    a: List[Dict[str, Any]], b: List[Dict[str, Any]], *, draws: int = 10000, seed: int = 0
+) -> Optional[Dict[str, float]]:
+    """Paired bootstrap of A's score minus B's over the held-out docs, the
+    seeds pooled (records paired by seed, each with score.per_doc); None
+    where a record lacks its counts. Returns both pooled scores, the
+    difference, its 95% interval and a two-sided p-value (at least 1/draws)."""
+    if not a or any("per_doc" not in r["score"] for r in a + b):
+        return None
+    score = a[0]["score"]["per_doc"]["score"]
+    counts_a = numpy.asarray([r["score"]["per_doc"]["counts"] for r in a], dtype="float64")  # (seeds, docs, k)
+    counts_b = numpy.asarray([r["score"]["per_doc"]["counts"] for r in b], dtype="float64")
+    n_docs = counts_a.shape[1]
+    rng = numpy.random.default_rng(seed)
+    drawn = rng.integers(0, n_docs, size=(draws, n_docs))
+    sum_a = counts_a.sum(axis=0)[drawn].sum(axis=1)  # (draws, k)
+    sum_b = counts_b.sum(axis=0)[drawn].sum(axis=1)
+    differences = _metric(sum_a, score) - _metric(sum_b, score)
+    observed_a = float(_metric(counts_a.sum(axis=(0, 1)), score))
+    observed_b = float(_metric(counts_b.sum(axis=(0, 1)), score))
+    far_side = (differences <= 0).mean() if observed_a > observed_b else (differences >= 0).mean()
+    low, high = numpy.percentile(differences, [2.5, 97.5])
+    return {
+        "a": observed_a, "b": observed_b, "difference": observed_a - observed_b,
+        "low": float(low), "high": float(high), "p": float(min(1.0, max(2 * far_side, 1 / draws))), "draws": draws,
+        "docs": n_docs, "seeds": len(a),
+    }
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def table(folder: Path = RUNS) -> Optional[str]:
+    """The Markdown table of the folder's runs; None without runs."""
+    runs = load_runs(folder)
+    if not runs:
+        return None
+    lines = [
+        "| task | head | seeds | converged | steps run (best step) | held-out dev: mean (range) |",
+        "|---|---|---|---|---|---|",
+    ]
+    tests = []
+    for task, (kind, data, score) in TASKS.items():
+        for head in HEADS:
+            records = runs.get((task, head), {})
+            if not records:
+                continue
+            seeds = sorted(records)
+            values = [records[s]["score"][score] for s in seeds]
+            converged = sum(records[s]["converged"] for s in seeds)
+            steps = ", ".join(f"{records[s]['steps']} ({records[s]['best_step']})" for s in seeds)
+            spread = f" ({_percent(min(values))}-{_percent(max(values))})" if len(values) > 1 else ""
+            name = HEADS[head][0 if kind == "entities" else 1]
+            lines.append(f"| {kind}, {data} | {name} | {', '.join(map(str, seeds))} | {converged} of {len(seeds)} | "
+                         f"{steps} | {_percent(statistics.mean(values))}{spread} |")
+        both = sorted(set(runs.get((task, "crf"), {})) & set(runs.get((task, "spacy"), {})))
+        result = pooled_bootstrap([runs[(task, "crf")][s] for s in both], [runs[(task, "spacy")][s] for s in both])
+        if result is not None:
+            tests.append(
+                f"- {kind}: CRF minus spaCy, seeds {', '.join(map(str, both))} pooled over the {result['docs']} "
+                f"held-out docs: {100 * result['difference']:+.2f} (95% interval {100 * result['low']:+.2f} to "
+                f"{100 * result['high']:+.2f}, p = {result['p']:.3g}, {result['draws']:,} draws)"
+            )
+        elif both:
+            tests.append(f"- {kind}: no paired bootstrap yet: the records of seeds {both} lack per-doc counts "
+                         "(`python -m benchmarks.converged ... --rescore` on the trained pipelines adds them)")
+    return "\n".join(lines + ([""] + tests if tests else []))
+
+
+def plot(folder: Path, path: Path) -> None:
+    """The dev score (on the selection half) against steps, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = load_runs(folder)
+    tasks = [task for task in TASKS if any(key[0] == task for key in runs)]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.2), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        kind, data, score = TASKS[task]
+        for head, color in (("crf", "tab:blue"), ("spacy", "tab:orange")):
+            for seed, record in sorted(runs.get((task, head), {}).items()):
+                steps = [e["step"] for e in record["evaluations"]]
+                values = [100 * e["score"] for e in record["evaluations"]]
+                label = f"{HEADS[head][0 if kind == 'entities' else 1]}, seed {seed}"
+                ax.plot(steps, values, color=color, alpha=0.4 + 0.2 * seed, linewidth=1.2, label=label)
+                ax.plot([record["best_step"]], [100 * record["best_select_score"]], "o", color=color, markersize=4)
+        ax.set_title(f"{kind}: {data}", fontsize=10)
+        ax.set_xlabel("training step (batches of 2000 padded tokens)")
+        ax.set_ylabel(f"{score} on the selection dev half")
+        ax.set_ylim(0, 100)
+        ax.grid(True, linewidth=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle("all-MiniLM-L6-v2 fine-tuned with each head until patience; dots: the chosen step", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=Path, default=RUNS)
+    parser.add_argument("--plot", type=Path, default=None, help="write the learning curves to this image")
+    args = parser.parse_args(argv)
+    print(table(args.runs) or "no runs")
+    if args.plot is not None:
+        plot(args.runs, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""benchmarks.converged and benchmarks.converged_report: what stopped a run,
+the per-doc counts, the pooled paired bootstrap and the table."""
+import json
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from benchmarks.converged import per_doc_counts, stopped_by
+from benchmarks.converged_report import load_runs, pooled_bootstrap, table
+
+
+def test_patience_or_the_cap_stopped_the_run():
+    assert stopped_by(750, 250, patience=500, max_steps=3000) == "patience"
+    assert stopped_by(3000, 2900, patience=500, max_steps=3000) == "cap"
+
+
+def test_per_doc_counts_match_spacys_entity_and_tag_matching():
+    vocab = spacy.blank("en").vocab
+    words = ["Anna", "lives", "in", "Rome"]
+    gold = Doc(vocab, words=words, ents=["B-PER", "O", "O", "B-LOC"], tags=["NNP", "VBZ", "IN", "NNP"])
+    predicted = Doc(vocab, words=words, ents=["B-PER", "O", "B-LOC", "I-LOC"], tags=["NNP", "VBZ", "IN", "NN"])
+    eg = Example(predicted, gold)
+    assert per_doc_counts([eg], "ents_f") == {"score": "ents_f", "counts": [[1, 1, 1]]}
+    assert per_doc_counts([eg], "tag_acc") == {"score": "tag_acc", "counts": [[3, 4]]}
+
+
+def record(counts, seed=0, score="ents_f"):
+    value = float(sum(c[0] for c in counts) * 2 / max(sum(2 * c[0] + c[1] + c[2] for c in counts), 1))
+    return {
+        "seed": seed, "steps": 700, "best_step": 200, "best_select_score": 0.5, "converged": True,
+        "score": {score: value, "per_doc": {"score": score, "counts": counts}},
+        "evaluations": [{"step": 0, "score": 0.0}, {"step": 200, "score": 0.5}],
+    }
+
+
+def test_pooled_bootstrap_of_equal_and_of_better_systems():
+    rng = numpy.random.default_rng(0)
+    counts = [[int(tp), int(fp), int(fn)] for tp, fp, fn in rng.integers(0, 6, size=(40, 3))]
+    same = pooled_bootstrap([record(counts)], [record(counts)], draws=500)
+    assert same["difference"] == 0.0 and same["p"] == 1.0
+    better = [[tp + 2, fp, max(fn - 2, 0)] for tp, fp, fn in counts]
+    result = pooled_bootstrap([record(better, 0), record(better, 1)], [record(counts, 0), record(counts, 1)], draws=500)
+    assert result["difference"] > 0 and result["low"] > 0 and result["p"] == pytest.approx(1 / 500)
+    assert result["seeds"] == 2 and result["docs"] == 40
+    assert pooled_bootstrap([{"score": {}}], [record(counts)]) is None  # no per-doc counts: no test
+
+
+def test_table_lists_each_head_with_its_seeds_and_the_pooled_test(tmp_path):
+    counts = [[3, 1, 1], [2, 0, 2], [4, 2, 0]]
+    for name, c in [("ner10_crf_s0", counts), ("ner10_crf_s1", counts), ("ner10_spacy_s0", counts[::-1]),
+                    ("ner10_spacy_s1", counts)]:
+        (tmp_path / f"{name}.json").write_text(json.dumps(record(c, int(name[-1]))))
+    assert sorted(load_runs(tmp_path)) == [("ner10", "crf"), ("ner10", "spacy")]
+    rendered = table(tmp_path)
+    assert "| crf_ner | 0, 1 | 2 of 2 |" in rendered and "| spaCy ner | 0, 1 | 2 of 2 |" in rendered
+    assert "seeds 0, 1 pooled over the 3 held-out docs" in rendered
+    assert table(tmp_path / "none") is None
