@@ -1,4 +1,5 @@
-"""Fill the tables of README.md and docs/benchmarks.md from the project's own outputs.
+"""Fill the tables of README.md and docs/benchmarks.md from the project's own outputs,
+and the settings tables of the component pages from the settings' declarations.
 
     python -m scripts.docs_tables [--root .] [--check]
 
@@ -27,7 +28,7 @@ from benchmarks.gpu import kernel_table as gpu_kernel_table
 from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
 
-PAGES = ["README.md", "docs/benchmarks.md"]
+PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologizer.md", "docs/ner.md"]
 
 
 
@@ -491,7 +492,31 @@ def _percent(value: Optional[float]) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
+def settings(root: Path, spine: str) -> str:
+    """A component's settings (spacy_crf.components.settings), with their defaults."""
+    from spacy_crf.components import settings as declared
+
+    return declared.settings_table(getattr(declared, spine))
+
+
+def converged(root: Path) -> Optional[str]:
+    """benchmarks/runs/converged/*.json (`python -m benchmarks.converged`): the
+    transformer comparison at convergence, per task and head."""
+    from benchmarks.converged_report import load_runs, table
+
+    folder = root / "benchmarks" / "runs" / "converged"
+    rendered = table(folder)
+    if rendered is None:
+        return None
+    records = [record for runs in load_runs(folder).values() for record in runs.values()]
+    return environment_line(*records) + "\n\n" + rendered
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
+    # the components' settings, from their declarations
+    "settings-crf_tagger": functools.partial(settings, spine="TAGGER"),
+    "settings-crf_morphologizer": functools.partial(settings, spine="MORPHOLOGIZER"),
+    "settings-crf_ner": functools.partial(settings, spine="ENTITY_RECOGNIZER"),
     # tags against spaCy and Flair
     "results": results,
     "pipeline-compare-batch-words": functools.partial(pipeline_compare, folder="speed/batch_words"),
@@ -504,7 +529,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # entities and calibration
     "entity-probabilities-crossfit": functools.partial(entity_probabilities, prefix="crossfit_"),
     "entity-probabilities-folds": functools.partial(entity_probabilities, prefix="folds_"),
-    # on a transformer: the converged comparison's tables come with its runs
+    # on a transformer, trained to convergence
+    "converged": converged,
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,

@@ -1,8 +1,13 @@
-"""Coded error messages, in spaCy's style: `raise ValueError(Errors.E001.format(...))`."""
+"""Coded error messages, in spaCy's style: `raise ValueError(Errors.E002.format(...))`."""
+
+
+# Codes no longer raised (never reused): one per setting, until every
+# component setting was checked by its declaration (E039).
+RETIRED = ("E001", "E015", "E018", "E021", "E031", "E032")
 
 
 class ErrorsWithCodes(type):
-    """Metaclass: `Errors.E001` reads as "[E001] message" (spaCy's pattern)."""
+    """Metaclass: `Errors.E002` reads as "[E002] message" (spaCy's pattern)."""
 
     def __getattribute__(cls, code: str) -> str:
         message = super().__getattribute__(code)
@@ -25,7 +30,6 @@ class NonFiniteScoresError(ValueError):
 
 
 class Errors(metaclass=ErrorsWithCodes):
-    E001 = "Unknown target '{target}' for component '{name}': expected one of {options}."
     E002 = (
         "Label '{label}' is not a Universal POS tag, so component '{name}' "
         "cannot write it to token.pos_ (target \"pos\", \"tag+pos\", whose "
@@ -82,10 +86,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "a prefix of the scheme, a hyphen and a type, such as 'B-PER'."
     )
     E014 = "Unknown constraints '{scheme}': expected one of {options}."
-    E015 = (
-        "Component '{name}' has target \"ents\" but constraints '{scheme}': "
-        "entities need a tag scheme, one of {options} (or \"auto\", which is BILUO)."
-    )
     E016 = (
         "The embedding's known-word list (min_count={min_count}) was never "
         "counted: it is counted when the model is initialized (over the "
@@ -97,11 +97,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "than tensors, and loading them could run code ({reason}). Load models "
         "only from sources you trust; this file was not loaded."
     )
-    E018 = (
-        "Component '{name}' was given threads={threads}: expected 0 (auto: one "
-        "thread unless the process chose a count itself) or a positive number "
-        "of CPU threads for its torch work."
-    )
     E019 = (
         "Label '{label}' does not fit target \"{target}\": expected {expected}, "
         "in UD FEATS format (features 'Field=Value' joined by '|')."
@@ -112,7 +107,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "spans (incorrect_spans_key) are settings of crf_ner (in 0.x: crf_tagger "
         "with target \"ents\")."
     )
-    E021 = "Component '{name}' was given {setting}={value}: a probability p with {low} p <= 1 is expected."
     E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF: expected one of {options}."
     E023 = (
         "Component '{name}' has a model with transitions = \"factored\", which "
@@ -154,17 +148,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "(gold_preproc = true; for the tokenizer's, use spacy.Corpus.v1 with gold_preproc = false)."
     )
 
-    E031 = (
-        "Component '{name}' was given by_sentence={value!r}: expected true (read "
-        "each sentence of a doc on its own: the doc's sentences, or where spaCy's "
-        "sentencizer would cut a doc without them) or false (read whole docs)."
-    )
 
-    E032 = (
-        "Component '{name}' was given batch_words={value!r}: expected a whole "
-        "number >= 0, the least number of tokens in a batch of `pipe` (0: "
-        "batches of exactly batch_size docs)."
-    )
 
     E033 = (
         "The weights of component '{name}' hold NaN or inf (in {where}): the "
@@ -193,6 +177,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "crf_ner '{name}' was given the label '{label}', a tag of its scheme "
         "{scheme}: like spaCy's ner it takes entity types ('{entity_type}'), and "
         "adds the scheme's tags for each itself."
+    )
+    E039 = "Component '{name}' was given {setting} = {value!r}: expected {allowed}."
+    E040 = (
+        "Component '{name}' has no setting '{setting}': its settings are {options} "
+        "(and model, scorer)."
+    )
+    E041 = (
+        "{architecture} was given {setting} = {value!r}: expected {allowed}. "
+        "The model was not built."
     )
 
 

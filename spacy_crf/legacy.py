@@ -5,6 +5,7 @@ HashCharEmbed.v1-v4 -> HashCharEmbed.v5 (v4's settings plus
 sum_byte_gradients, keyword-only); CharCNN.v1 -> CharCNN.v2 (keyword-only);
 crf_tagger_scorer.v1/.v2 -> tagger_scorer.v1, morphologizer_scorer.v1 and
 ner_scorer.v1 (one per component, with .v2's calibration keys)."""
+import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 from spacy.ml.models.tok2vec import MultiHashEmbed
@@ -181,3 +182,67 @@ def make_crf_tagger_scorer_v2() -> Callable[..., Dict[str, Any]]:
     """`.v1` plus confidence_ece/_brier and ents_prob_ece/_brier where the
     predicted docs carry probabilities."""
     return crf_tagger_score_v2
+
+
+# crf_tagger's 0.x targets and entity settings. Up to 0.3.0 crf_tagger was the
+# only factory; its targets "morph", "pos+morph", "tag+pos+morph" and "ents"
+# now belong to crf_morphologizer and crf_ner, and the entity settings to
+# crf_ner. Configs and pipelines of 0.x (and 1.0's filled crf_tagger configs,
+# which hold the entity settings) keep training, loading and predicting.
+MOVED_TARGETS = {
+    "morph": "crf_morphologizer",
+    "pos+morph": "crf_morphologizer",
+    "tag+pos+morph": "crf_morphologizer",
+    "ents": "crf_ner",
+}
+# the entity settings of 0.x's crf_tagger, beside the tagger's own in its signature
+DEPRECATED_SETTINGS = ("store_entity_probs", "ents_threshold", "candidates_key", "candidates_threshold", "incorrect_spans_key")
+
+
+def crf_tagger_0x(
+    nlp: Any,
+    name: str,
+    model: Model[List[Doc], CRFBatch],
+    *,
+    target: str,
+    constraints: str,
+    scorer: Optional[Callable],
+    store_entity_probs: bool,
+    ents_threshold: float,
+    candidates_key: Optional[str],
+    candidates_threshold: float,
+    incorrect_spans_key: Optional[str],
+    **common: Any,
+) -> Any:
+    """What crf_tagger built in 0.x: for a moved target (warning W003) a
+    CRFEntityRecognizer ("ents"; constraints "auto" and "none" are BILUO) or
+    a CRFMorphologizer, else a CRFTagger (constraints "auto" is "none").
+    crf_tagger's own scorer, which scores tags, becomes the new component's;
+    another scorer is kept. `common`: the settings all three share."""
+    from .components.morphologizer import CRFMorphologizer
+    from .components.ner import CRFEntityRecognizer
+    from .components.tagger import CRFTagger
+    from .errors import Errors, Warnings
+    from .scorers import morphologizer_score, ner_score, tagger_score
+
+    entity_settings = store_entity_probs or ents_threshold or candidates_key is not None or incorrect_spans_key is not None
+    if target == "ents":
+        warnings.warn(Warnings.W003.format(name=name, target=target, factory="crf_ner"), stacklevel=3)
+        return CRFEntityRecognizer(
+            nlp.vocab, model, name, scheme="BILUO" if constraints in ("auto", "none") else constraints,
+            incorrect_spans_key=incorrect_spans_key, store_entity_probs=store_entity_probs,
+            threshold=ents_threshold, candidates_key=candidates_key, candidates_threshold=candidates_threshold,
+            scorer=ner_score if scorer is tagger_score else scorer, **common,
+        )
+    if entity_settings:
+        raise ValueError(Errors.E020.format(name=name, target=target))
+    if target in MOVED_TARGETS:
+        warnings.warn(Warnings.W003.format(name=name, target=target, factory=MOVED_TARGETS[target]), stacklevel=3)
+        if constraints not in ("none", "auto"):
+            raise ValueError(Errors.E037.format(name=name, target=target, constraints=constraints))
+        return CRFMorphologizer(
+            nlp.vocab, model, name, target=target, scorer=morphologizer_score if scorer is tagger_score else scorer,
+            **common,
+        )
+    constraints = "none" if constraints == "auto" else constraints  # 0.x's default: no scheme for tags
+    return CRFTagger(nlp.vocab, model, name, target=target, constraints=constraints, scorer=scorer, **common)

@@ -142,14 +142,14 @@ def test_pipe_takes_batch_words_from_component_cfg(trained, monkeypatch):
     sizes.clear()
     list(trained.pipe(texts, batch_size=2))  # the setting: one batch of all 20 docs
     assert sizes == [20]
-    with pytest.raises(ValueError, match="E032"):
+    with pytest.raises(ValueError, match="E039"):
         list(trained.pipe(texts, component_cfg={"crf_tagger": {"batch_words": -1}}))
 
 
 @pytest.mark.parametrize("value", [-1, True, 1.5, "16384", None])
 def test_batch_words_is_checked(value):
     nlp = make_nlp()
-    with pytest.raises(ValueError, match="E032"):
+    with pytest.raises(ValueError, match="E039"):
         CRFTagger(nlp.vocab, nlp.get_pipe("crf_tagger").model, batch_words=value)
 
 

@@ -252,7 +252,7 @@ def test_calibration_reads_the_sentences_as_the_component_does(tagger_nlp):
 
 def test_setting_is_checked_and_kept(tmp_path):
     nlp = make_nlp(MODEL)
-    with pytest.raises(ValueError, match="E031"):
+    with pytest.raises(ValueError, match="E039"):
         CRFTagger(nlp.vocab, nlp.get_pipe("crf_tagger").model, by_sentence="yes")
     nlp = make_nlp(MODEL, by_sentence=True)
     train(nlp, make_examples(nlp), steps=2)

@@ -13,7 +13,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
-from spacy_crf.components.tagger import DEPRECATED_SETTINGS
+from spacy_crf.legacy import DEPRECATED_SETTINGS
 
 from .helpers import assert_same_weights
 
@@ -59,7 +59,7 @@ READ = {
 OWN = {
     "crf_tagger": {"model", "target", "overwrite", "constraints", "window", "by_sentence", "batch_words",
                    "store_confidence", "threads", "quantize", "scorer"},
-    "crf_morphologizer": {"model", "target", "overwrite", "window", "by_sentence", "batch_words",
+    "crf_morphologizer": {"model", "target", "overwrite", "extend", "label_smoothing", "window", "by_sentence", "batch_words",
                           "store_confidence", "threads", "quantize", "scorer"},
     "crf_ner": {"model", "scheme", "incorrect_spans_key", "store_entity_probs", "threshold", "candidates_key",
                 "candidates_threshold", "overwrite", "window", "by_sentence", "batch_words", "store_confidence",
@@ -180,9 +180,9 @@ def test_entity_settings_on_a_tag_target_and_a_scheme_on_morphology_are_coded_er
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="E037"):
             make("crf_tagger", target="pos+morph", constraints="BIO")
-    with pytest.raises(ValueError, match="E001"):
+    with pytest.raises(ValueError, match="E039"):
         make("crf_morphologizer", target="tag")
-    with pytest.raises(ValueError, match="E015"):
+    with pytest.raises(ValueError, match="E039"):
         make("crf_ner", scheme="none")
 
 

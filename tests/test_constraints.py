@@ -103,7 +103,7 @@ def test_component_with_bio_constraints():
 
 
 def test_component_rejects_bad_constraints():
-    with pytest.raises(ValueError, match=r"\[E014\]"):
+    with pytest.raises(ValueError, match=r"\[E039\]"):
         make_nlp(constraints="BIOES")
     nlp = make_nlp(constraints="BILUO")
     with pytest.raises(ValueError, match=r"\[E013\]"):

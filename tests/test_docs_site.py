@@ -24,10 +24,16 @@ def test_docs_build_strict_without_warnings(tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "WARNING" not in output, output
-    # the settings tables, rendered by mkdocstrings from the docstrings: one per factory, three architectures
-    for page, objects in (("tagger", 1), ("morphologizer", 1), ("ner", 1), ("architectures", 3)):
+    # the architectures' settings, rendered by mkdocstrings from their docstrings
+    html = (tmp_path / "site" / "architectures" / "index.html").read_text()
+    assert html.count('class="doc doc-object doc-function"') == 3
+    # each component's settings table, rendered from the settings' declarations, with the defaults
+    from spacy_crf.components.settings import ENTITY_RECOGNIZER, MORPHOLOGIZER, TAGGER
+
+    for page, settings in (("tagger", TAGGER), ("morphologizer", MORPHOLOGIZER), ("ner", ENTITY_RECOGNIZER)):
         html = (tmp_path / "site" / page / "index.html").read_text()
-        assert html.count('class="doc doc-object doc-function"') == objects, page
+        for setting in settings:
+            assert f"<code>{setting.name}</code>" in html, (page, setting.name)
     assert (tmp_path / "site" / "benchmarks" / "index.html").exists()
 
 

@@ -76,7 +76,7 @@ def test_add_label_with_entity_type():
 
 @pytest.mark.parametrize("scheme", ["none", "auto", "BIOES"])
 def test_ents_need_a_scheme(scheme):
-    with pytest.raises(ValueError, match=r"\[E015\]"):
+    with pytest.raises(ValueError, match=r"\[E039\]"):
         make_nlp(factory="crf_ner", scheme=scheme)
 
 

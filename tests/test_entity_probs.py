@@ -109,10 +109,10 @@ def test_long_docs_window_by_window(trained):
 def test_settings_are_crf_ners_and_probabilities():
     """crf_tagger still takes 0.x's entity settings, and refuses them for its
     own targets (E020); crf_morphologizer has none; crf_ner's threshold is a
-    probability (E021)."""
+    probability (E039)."""
     with pytest.raises(ValueError, match=r"\[E020\].*crf_ner"):
         make_nlp(target="tag", store_entity_probs=True)
-    with pytest.raises(ValueError, match=r"\[E021\].*threshold=1.5"):
+    with pytest.raises(ValueError, match=r"\[E039\].*threshold = 1.5"):
         make_nlp(factory="crf_ner", threshold=1.5)
     with pytest.raises(ConfigValidationError, match="store_entity_probs"):  # not a setting of the others
         make_nlp(factory="crf_morphologizer", store_entity_probs=True)
@@ -135,7 +135,7 @@ def test_dropped_entities_get_the_confidence_of_outside(trained):
 
 
 def test_candidates_threshold_must_be_positive():
-    with pytest.raises(ValueError, match=r"\[E021\]"):
+    with pytest.raises(ValueError, match=r"\[E039\]"):
         make_nlp(factory="crf_ner", candidates_key="c", candidates_threshold=0.0)
 
 

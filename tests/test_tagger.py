@@ -214,7 +214,7 @@ def test_prediction_before_initialize_raises():
 
 
 def test_unknown_target_raises():
-    with pytest.raises(ValueError, match=r"\[E001\]"):
+    with pytest.raises(ValueError, match=r"\[E039\]"):
         make_nlp(target="lemma")
 
 

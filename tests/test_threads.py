@@ -123,11 +123,11 @@ def test_component_keeps_the_process_choice(untouched_process):
 
 def test_invalid_threads_is_a_coded_error():
     nlp = spacy.blank("en")
-    with pytest.raises(ValueError, match=r"\[E018\]"):
+    with pytest.raises(ValueError, match=r"\[E039\]"):
         nlp.add_pipe("crf_tagger", config={"threads": -1})
     model = nlp.add_pipe("crf_tagger").model
     for threads in (1.5, True):
-        with pytest.raises(ValueError, match=r"\[E018\]"):
+        with pytest.raises(ValueError, match=r"\[E039\]"):
             CRFTagger(nlp.vocab, model, threads=threads)
 
 

@@ -1,7 +1,7 @@
 """The pipeline components: crf_tagger (tagger.py), crf_morphologizer
 (morphologizer.py) and crf_ner (ner.py) on one base (base.py, with training.py
-and saving.py); defaults.py holds their default networks, moved_targets.py builds
-crf_tagger's 0.x targets. No torch here."""
+and saving.py); settings.py declares their settings, defaults.py their
+default networks. No torch here."""
 from .base import CRFComponent, CRFPrediction
 from .morphologizer import CRFMorphologizer, make_crf_morphologizer
 from .ner import CRFEntityRecognizer, make_crf_ner

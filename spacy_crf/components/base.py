@@ -46,6 +46,7 @@ from ..ml import (
 from ..targets import UPOS_TAGS, Target, allowed_transitions, label_classes, label_parts
 from ..threads import in_torch_threads
 from .saving import SavingMixin, checked_temperature
+from .settings import BATCH_WORDS, QUANTIZE, Setting, check_setting, checked_settings
 from .training import TrainingMixin
 
 if not Token.has_extension("crf_confidence"):
@@ -75,11 +76,8 @@ class CRFPrediction(NamedTuple):
     candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
 
 
-def checked_batch_words(value: Any, name: str) -> int:
-    """batch_words, or ValueError E032 unless it is a whole number >= 0 (a bool is not one)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(Errors.E032.format(name=name, value=value))
-    return value
+# `scorer` not given: the component's default scorer (None means no scorer)
+DEFAULT_SCORER: Any = object()
 
 
 class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
@@ -92,53 +90,46 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     """
 
     TARGETS: Dict[str, Target] = {}
+    # the component's settings (settings.py): checked when it is built
+    SETTINGS: Tuple[Setting, ...] = ()
+    # the factory's name (the default component name) and default scorer
+    FACTORY = ""
+    SCORER: Optional[Callable] = None
 
     def __init__(
         self,
         vocab: Vocab,
         model: Model[List[Doc], CRFBatch],
-        name: str,
+        name: Optional[str] = None,
         *,
-        target: str,
-        overwrite: bool,
-        window: int,
-        by_sentence: bool,
-        batch_words: int,
-        store_confidence: bool,
-        threads: int,
-        quantize: str,
-        scorer: Optional[Callable],
-        settings: Optional[Dict[str, Any]] = None,
+        scorer: Optional[Callable] = DEFAULT_SCORER,
+        **settings: Any,
     ) -> None:
-        """Initialize the component; `settings` are the subclass's own cfg
-        entries (see the factories for every setting)."""
-        if target not in self.TARGETS:
-            raise ValueError(Errors.E001.format(target=target, name=name, options=list(self.TARGETS)))
-        if not isinstance(by_sentence, bool):
-            raise ValueError(Errors.E031.format(name=name, value=by_sentence))
-        checked_batch_words(batch_words, name)
-        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
-            raise ValueError(Errors.E018.format(name=name, threads=threads))
+        """Initialize the component with its settings (`SETTINGS`, each
+        checked: E039; a missing one takes its default). name: the factory's
+        by default; scorer: the factory's by default, None for none."""
+        name = name or self.FACTORY
+        settings = checked_settings(self.SETTINGS, settings, name)
+        if scorer is DEFAULT_SCORER:
+            scorer = type(self).SCORER
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
         # the model as nlp.resume_training() found it, for `rehearse`
         self._rehearsal_model: Optional[Model] = None
-        # runtime settings (in the pipeline's config.cfg, not in self.cfg)
-        self.threads = threads
-        self.quantize = quantize
+        # run-time settings: on the component (and in the pipeline's config.cfg), not in cfg
+        for setting in self.SETTINGS:
+            if not setting.saved:
+                setattr(self, setting.name, settings.pop(setting.name))
         cfg: Dict[str, Any] = {
             "labels": [],
-            "target": target,
-            "overwrite": overwrite,
-            "window": window,
-            "by_sentence": by_sentence,
-            "batch_words": batch_words,
-            "store_confidence": store_confidence,
+            "target": next(iter(self.TARGETS)),
             # learned after training, like the labels: see `temperature`
             "temperature": 1.0,
-            **(settings or {}),
+            # whether an optimizer ever updated the weights (finish_update)
+            "trained": False,
+            **settings,
         }
         self.cfg = dict(sorted(cfg.items()))
 
@@ -150,7 +141,8 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
 
     @quantize.setter
     def quantize(self, mode: str) -> None:
-        check_quantize(mode, self.name)
+        check_setting(QUANTIZE, mode, self.name)
+        check_quantize(mode, self.name)  # E027: int8 where this torch cannot quantize
         set_quantize(self.model, mode)
 
     @property
@@ -193,6 +185,10 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     def target(self) -> Target:
         """What the labels mean: how they are read from and written to docs."""
         return self.TARGETS[self.cfg["target"]]
+
+    def _write_options(self) -> Dict[str, Any]:
+        """The settings that say how labels are written (`Target.write`)."""
+        return {"overwrite": self.cfg["overwrite"]}
 
     def _constraint_scheme(self) -> str:
         """The tag scheme whose invalid transitions get probability 0, or "none"."""
@@ -249,6 +245,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if labels is None:
             labels = sorted(set(self.tags) | self.target.labels_in(get_examples()))
         self.cfg["labels"] = []
+        self.cfg["trained"] = False
         for label in labels:
             for tag in self.target.expand_label(label):
                 self._add(tag)
@@ -301,7 +298,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if batch_words is None:
             batch_words = self.cfg["batch_words"]
         error_handler = self.get_error_handler()
-        for docs in word_batches(stream, batch_size, checked_batch_words(batch_words, self.name)):
+        for docs in word_batches(stream, batch_size, check_setting(BATCH_WORDS, batch_words, self.name)):
             if len(docs) <= batch_size:
                 yield from self._tagged(docs, error_handler)
                 continue
@@ -351,7 +348,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         docs = [docs] if isinstance(docs, Doc) else list(docs)
         if not isinstance(prediction, CRFPrediction):
             prediction = CRFPrediction(list(prediction))
-        self.target.write(self.vocab, docs, self.tags, prediction.ids, overwrite=self.cfg["overwrite"])
+        self.target.write(self.vocab, docs, self.tags, prediction.ids, **self._write_options())
         if prediction.confidences is not None:
             for doc, confidences in zip(docs, prediction.confidences):
                 for token, confidence in zip(doc, confidences.tolist()):

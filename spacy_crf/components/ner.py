@@ -6,7 +6,6 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Uni
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
-from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..errors import Errors, Warnings
@@ -15,6 +14,7 @@ from ..scorers import ner_score
 from ..targets import ENTITY_SCHEMES, EntityTarget
 from .base import CRFComponent, CRFPrediction
 from .defaults import default_model
+from .settings import ENTITY_RECOGNIZER, defaults, documented, factory_settings
 from .training import RejectedSpans
 
 if not Span.has_extension("crf_prob"):
@@ -28,23 +28,12 @@ DEFAULT_NER_MODEL = default_model(transitions="full", emissions="full", nC=8, wo
     assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
     default_config={
         "model": DEFAULT_NER_MODEL,
-        "scheme": "BILUO",
-        "incorrect_spans_key": None,
-        "store_entity_probs": False,
-        "threshold": 0.0,
-        "candidates_key": None,
-        "candidates_threshold": 0.5,
-        "overwrite": False,
-        "window": 8192,
-        "by_sentence": False,
-        "batch_words": 32768,
-        "store_confidence": False,
-        "threads": 0,
-        "quantize": "none",
+        **defaults(ENTITY_RECOGNIZER),
         "scorer": {"@scorers": "spacy_crf.ner_scorer.v1"},
     },
     default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
 )
+@documented(ENTITY_RECOGNIZER)
 def make_crf_ner(
     nlp: Language,
     name: str,
@@ -66,40 +55,11 @@ def make_crf_ner(
 ) -> "CRFEntityRecognizer":
     """Create a CRFEntityRecognizer: a BiLSTM-CRF that writes doc.ents.
 
-    Args:
-        model: The network, e.g. `spacy_crf.BiLSTMCRF.v4`: docs in, CRF scores out.
-        scheme: The tag scheme of the entities: "BILUO", "IOBES", "BIO" or "IOB2". Its invalid
-            transitions get probability exactly 0, so every decoded path makes valid spans.
-        incorrect_spans_key: In training, the spans in the reference doc's doc.spans[key] are known
-            not to be entities of their label (an annotator's rejections, as for spaCy's ner): the paths
-            that contain one are left out of the gold sum. None: no such spans.
-        store_entity_probs: Write each entity's exact posterior probability (the sum over every tag
-            path that makes exactly that span) to span._.crf_prob of doc.ents.
-        threshold: Write only the decoded entities whose posterior is at least this (0: all of them).
-        candidates_key: Store every span whose posterior is at least candidates_threshold, decoded or
-            not, as a SpanGroup in doc.spans[key] with attrs["scores"]. None: no candidates.
-        candidates_threshold: The least posterior of a candidate span.
-        overwrite: Replace the entities a doc already has (else only non-overlapping ones are added).
-        window: Docs longer than this many tokens are tagged window by window, to bound memory; 0 never splits.
-        by_sentence: The BiLSTM and the CRF read each sentence of a doc on its own; the tok2vec still
-            reads the whole doc.
-        batch_words: `pipe` grows each batch of `batch_size` docs by whole docs until it holds at least
-            this many tokens; 0 keeps spaCy's batches.
-        store_confidence: Write the marginal probability of each token's predicted tag to
-            token._.crf_confidence.
-        threads: CPU threads of the component's torch work; 0 (auto) is one thread unless the process
-            chose a count; training under a transformer keeps the process's count.
-        quantize: "none", "int8" or "bf16": CPU prediction through a quantized copy of the network.
-        scorer: The scorer, `spacy_crf.ner_scorer.v1`: ents_p, ents_r, ents_f and ents_per_type (and
-            ents_prob_ece/_brier with store_entity_probs).
+    model: the network, e.g. `spacy_crf.BiLSTMCRF.v4`: docs in, CRF scores out.
+    scorer: `spacy_crf.ner_scorer.v1`: ents_p, ents_r, ents_f and ents_per_type
+        (and ents_prob_ece/_brier with store_entity_probs).
     """
-    return CRFEntityRecognizer(
-        nlp.vocab, model, name, scheme=scheme, incorrect_spans_key=incorrect_spans_key,
-        store_entity_probs=store_entity_probs, threshold=threshold, candidates_key=candidates_key,
-        candidates_threshold=candidates_threshold, overwrite=overwrite, window=window, by_sentence=by_sentence,
-        batch_words=batch_words, store_confidence=store_confidence, threads=threads, quantize=quantize,
-        scorer=scorer,
-    )
+    return CRFEntityRecognizer(nlp.vocab, model, name, scorer=scorer, **factory_settings(ENTITY_RECOGNIZER, locals()))
 
 
 class CRFEntityRecognizer(CRFComponent):
@@ -107,52 +67,16 @@ class CRFEntityRecognizer(CRFComponent):
     the tags of a scheme: valid spans only, exact span probabilities."""
 
     TARGETS = {"ents": EntityTarget("BILUO")}
+    FACTORY = "crf_ner"
+    SCORER = staticmethod(ner_score)
+    SETTINGS = ENTITY_RECOGNIZER
+    # the target of each scheme: the cfg's "scheme" chooses
+    SCHEME_TARGETS = {scheme: EntityTarget(scheme) for scheme in ENTITY_SCHEMES}
 
-    def __init__(
-        self,
-        vocab: Vocab,
-        model: Model[List[Doc], CRFBatch],
-        name: str = "crf_ner",
-        *,
-        scheme: str = "BILUO",
-        incorrect_spans_key: Optional[str] = None,
-        store_entity_probs: bool = False,
-        threshold: float = 0.0,
-        candidates_key: Optional[str] = None,
-        candidates_threshold: float = 0.5,
-        overwrite: bool = False,
-        window: int = 8192,
-        by_sentence: bool = False,
-        batch_words: int = 32768,
-        store_confidence: bool = False,
-        threads: int = 0,
-        quantize: str = "none",
-        scorer: Optional[Callable] = ner_score,
-    ) -> None:
-        """Initialize a CRF entity recognizer (see `make_crf_ner` for the settings)."""
-        if scheme not in ENTITY_SCHEMES:
-            raise ValueError(Errors.E015.format(name=name, scheme=scheme, options=list(ENTITY_SCHEMES)))
-        for setting, value, low in (("threshold", threshold, "0 <="), ("candidates_threshold", candidates_threshold, "0 <")):
-            if not (0.0 <= value <= 1.0) or (low == "0 <" and value == 0.0):
-                raise ValueError(Errors.E021.format(name=name, setting=setting, value=value, low=low))
-        self._targets = {scheme: EntityTarget(scheme) for scheme in ENTITY_SCHEMES}
-        settings = {
-            "scheme": scheme,
-            "incorrect_spans_key": incorrect_spans_key,
-            "store_entity_probs": store_entity_probs,
-            "threshold": threshold,
-            "candidates_key": candidates_key,
-            "candidates_threshold": candidates_threshold,
-        }
-        super().__init__(
-            vocab, model, name, target="ents", overwrite=overwrite, window=window, by_sentence=by_sentence,
-            batch_words=batch_words, store_confidence=store_confidence, threads=threads, quantize=quantize,
-            scorer=scorer, settings=settings,
-        )
 
     @property
     def target(self) -> EntityTarget:
-        return self._targets[self.cfg["scheme"]]
+        return self.SCHEME_TARGETS[self.cfg["scheme"]]
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -193,6 +117,13 @@ class CRFEntityRecognizer(CRFComponent):
         """Viterbi ids with the decoded entities' posteriors and the
         candidate spans where asked, from one model pass; entities below
         the threshold become "O"."""
+        if not self.cfg.get("trained", True):  # initialized, never updated: no entities, as spaCy's ner
+            outside = self.tags.index("O")
+            ids = [numpy.full(len(doc), outside, dtype="int64") for doc in scores.docs]
+            spans = [[] for _ in ids] if self._asks_spans else None
+            probs = [numpy.zeros(0, dtype="float32") for _ in ids] if self._asks_spans else None
+            found = [[] for _ in ids] if self.cfg.get("candidates_key") is not None else None
+            return CRFPrediction(ids, None, spans, probs, found)
         if not self._asks_spans:
             return super()._decode(scores)
         labels, target = self.tags, self.target

@@ -15,9 +15,13 @@ from ..errors import DamagedModelError, Errors, UnsafeModelError
 from ..files import checksum, write_atomic
 from ..ml import first_non_finite_weight, set_constraints
 
-# The settings that say how a component runs, not what it learned: loading
-# keeps the values the component was built with (the pipeline's config,
-# overrides included) over those saved in its cfg. With the names of 0.x.
+# What a saved cfg holds: what the component learned (its labels, its
+# temperature, whether it was ever updated) and the target its labels belong to. Its settings are in the
+# pipeline's config.cfg.
+LEARNED_KEYS = ("labels", "target", "temperature", "trained")
+# The settings that releases up to 1.0 saved in cfg too (with the names of
+# 0.x): loading reads past them and keeps the values the component was built
+# with (the pipeline's config, overrides included).
 RUN_SETTINGS = (
     "overwrite",
     "window",
@@ -40,9 +44,9 @@ CHECKSUM = "checksum"
 # (cfg with the old weights, or this file with the new ones).
 PENDING_CFG = "cfg.next"
 # The cfg keys that only spacy-crf 1.0 and later write, always with a checksum.
-KEYS_SINCE_1_0 = ("batch_words", "by_sentence")
+KEYS_SINCE_1_0 = ("batch_words", "by_sentence", "trained")
 # Every cfg key any release has written (0.1.0's input_width included).
-SAVED_KEYS = frozenset(RUN_SETTINGS) | {"labels", "target", "temperature", "input_width", CHECKSUM}
+SAVED_KEYS = frozenset(RUN_SETTINGS) | set(LEARNED_KEYS) | {"input_width", CHECKSUM}
 
 
 # The temperatures a component takes: beyond them float32 scores lose the
@@ -121,7 +125,8 @@ class SavingMixin:
     def _saved(self) -> Tuple[Dict[str, Any], bytes]:
         """The cfg as it is saved, with the checksum of itself and the weights, and the weights."""
         model_bytes = self.model.to_bytes()
-        cfg = srsly.json_loads(srsly.json_dumps(self.cfg))  # as loading reads it back
+        learned = {key: self.cfg[key] for key in LEARNED_KEYS}
+        cfg = srsly.json_loads(srsly.json_dumps(learned))  # as loading reads it back
         cfg[CHECKSUM] = checksum(cfg, model_bytes)
         return cfg, model_bytes
 
@@ -222,9 +227,10 @@ class SavingMixin:
         backup_cfg, backup_model = copy.deepcopy(self.cfg), self.model.to_bytes()
         try:
             if cfg is not None:
-                # saved before spacy-crf had temperatures: the model's own probabilities
+                # saved before spacy-crf had temperatures: the model's own probabilities;
+                # before it saved "trained": trained (pipelines were saved after training)
                 learned = {key: value for key, value in cfg.items() if key not in RUN_SETTINGS}
-                self.cfg.update({"temperature": 1.0, **learned})
+                self.cfg.update({"temperature": 1.0, "trained": True, **learned})
                 self.cfg.pop("input_width", None)  # saved by spacy-crf 0.1.0
             if msg is not None:
                 self._forget_output_sizes()

@@ -56,6 +56,7 @@ class TrainingMixin:
         sgd (Optimizer): the optimizer.
         """
         TrainablePipe.finish_update(self, sgd)  # type: ignore[arg-type]
+        self.cfg["trained"] = True
 
     @in_training_threads
     def update(

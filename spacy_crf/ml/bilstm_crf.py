@@ -21,6 +21,7 @@ from ..nn import BiLSTMCRF, CRFScores, PackedScores
 from ..nn import quantize as quantization
 from ..nn.emissions import EMISSIONS
 from ..nn.network import TRANSITIONS
+from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .crf_batch import CRFBatch, row_layout
 from .shim import CRFShim
 
@@ -61,6 +62,10 @@ def build_bilstm_crf_v4(
             "tag+pos").
         nO: The number of labels; set by the component from its labels.
     """
+    check_arguments(
+        "spacy_crf.BiLSTMCRF.v4", hidden_width=(hidden_width, POSITIVE), depth=(depth, WHOLE),
+        dropout=(dropout, RATE), input_dropout=(input_dropout, RATE), crf=(crf, FLAG), chunk_size=(chunk_size, WHOLE),
+    )
     if transitions not in TRANSITIONS:
         raise ValueError(Errors.E022.format(value=transitions, options=", ".join(TRANSITIONS)))
     if emissions not in EMISSIONS:

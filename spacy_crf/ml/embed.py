@@ -28,6 +28,7 @@ from thinc.api import (
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors
+from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .distinct_tokens import per_distinct_token
 from .features import batch_features, byte_embed
 from .host_blas import on_host_blas
@@ -96,6 +97,13 @@ def build_hash_char_embed_v5(
         word_encoder: A model giving one vector per token with an "nO" dim (e.g. `spacy_crf.CharCNN.v2`),
             mixed in beside the hash and byte features; null for none.
     """
+    check_arguments(
+        "spacy_crf.HashCharEmbed.v5", width=(width, POSITIVE), nM=(nM, POSITIVE), nC=(nC, WHOLE),
+        min_count=(min_count, WHOLE), word_dropout=(word_dropout, RATE),
+        include_static_vectors=(include_static_vectors, FLAG), sum_byte_gradients=(sum_byte_gradients, FLAG),
+    )
+    for row_count in rows:
+        check_arguments("spacy_crf.HashCharEmbed.v5", rows=(row_count, POSITIVE))
     return hash_char_embed(
         width, attrs, rows, nM, nC, include_static_vectors, min_count, word_dropout, sum_byte_gradients, word_encoder
     )

@@ -74,10 +74,9 @@ class MorphTarget:
 
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
     ) -> None:
-        keys = [vocab.morphology.add(label) for label in labels]
-        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+        write_morph(vocab, docs, labels, ids, overwrite=overwrite, extend=extend)
 
 class PosMorphTarget:
     """UPOS and morphological features together, as spaCy's morphologizer
@@ -144,12 +143,11 @@ class PosMorphTarget:
 
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
     ) -> None:
         bundles = [split_bundle(label) for label in labels]
         write_token_attr(docs, POS, [UPOS_IDS[pos] for pos, _ in bundles], ids, overwrite=overwrite)
-        keys = [vocab.morphology.add(morph) for _, morph in bundles]
-        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+        write_morph(vocab, docs, [morph for _, morph in bundles], ids, overwrite=overwrite, extend=extend)
 
 class AllTagsTarget:
     """XPOS, UPOS and features together (UDPipe's "AllTags"): one label per
@@ -237,11 +235,32 @@ class AllTagsTarget:
 
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+        ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
     ) -> None:
         halves = [label.rpartition(self.SEPARATOR) for label in labels]
         TAG_TARGET.write(vocab, docs, [tag for tag, _, _ in halves], ids, overwrite=overwrite)
-        POS_MORPH.write(vocab, docs, [b for _, _, b in halves], ids, overwrite=overwrite)
+        POS_MORPH.write(vocab, docs, [b for _, _, b in halves], ids, overwrite=overwrite, extend=extend)
+
+
+def write_morph(
+    vocab: Vocab, docs: Sequence[Doc], morphs: Sequence[str], ids: Sequence[numpy.ndarray], *,
+    overwrite: bool, extend: bool,
+) -> None:
+    """Set token.morph from label ids (`morphs`: each label's features), as
+    spaCy's morphologizer sets it: without extend, replace (overwrite) or
+    fill only unset analyses; with extend, merge the predicted features into
+    the token's, the predicted value winning where both set a feature with
+    overwrite and the token's own without it."""
+    keys = [vocab.morphology.add(morph) for morph in morphs]
+    if not extend:
+        write_token_attr(docs, MORPH, keys, ids, overwrite=overwrite)
+        return
+    predicted = [Morphology.feats_to_dict(morph) if morph and morph != "_" else {} for morph in morphs]
+    for doc, doc_ids in zip(docs, ids):
+        for token, label_id in zip(doc, doc_ids.tolist()):
+            own = token.morph.to_dict()
+            merged = {**own, **predicted[label_id]} if overwrite else {**predicted[label_id], **own}
+            token.set_morph(vocab.morphology.add(merged) if merged else 0)
 
 
 # spaCy's morphologizer keeps the UPOS tag in its labels as this feature

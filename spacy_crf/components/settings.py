@@ -1,0 +1,228 @@
+"""The components' settings, each declared once: name, default, allowed
+values and one line of description. The factories' default configs, the
+components' checks (E039, when a component is built) and the settings tables
+of the docs all come from these declarations."""
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Mapping, Tuple
+
+from ..errors import Errors
+from ..nn.quantize import MODES as QUANTIZE_MODES
+from ..targets import ENTITY_SCHEMES, MORPH_TARGETS, SCHEMES, TOKEN_TARGETS
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a component.
+
+    name (str): its key in the config.
+    default (Any): its value where the config does not set it.
+    allowed (str): the values it takes, for people ("a whole number >= 0").
+    check (Callable[[Any], bool]): whether a value is allowed.
+    description (str): what it does, in one or two sentences.
+    saved (bool): kept in the component's cfg (False: a run-time setting
+        held on the component, such as threads).
+    """
+
+    name: str
+    default: Any
+    allowed: str
+    check: Callable[[Any], bool]
+    description: str
+    saved: bool = True
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _one_of(options: Iterable[str]) -> Tuple[str, Callable[[Any], bool]]:
+    options = tuple(options)
+    return "one of " + ", ".join(f'"{option}"' for option in options), lambda value: value in options
+
+
+def _key_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and bool(value))
+
+
+BOOLEAN = ("true or false", _is_bool)
+WHOLE = ("a whole number >= 0", _is_whole)
+KEY = ("null or a non-empty string (a key of doc.spans)", _key_or_none)
+
+OVERWRITE = Setting(
+    "overwrite", False, *BOOLEAN,
+    "Replace labels that a doc already has (else they are kept, as spaCy's tagger keeps them).",
+)
+WINDOW = Setting(
+    "window", 8192, *WHOLE,
+    "Docs longer than this many tokens are tagged window by window, to bound memory; 0 never splits.",
+)
+BY_SENTENCE = Setting(
+    "by_sentence", False, *BOOLEAN,
+    "The BiLSTM and the CRF read each sentence of a doc on its own (the doc's sentences, or where "
+    "spaCy's sentencizer would cut it); the tok2vec still reads the whole doc.",
+)
+BATCH_WORDS = Setting(
+    "batch_words", 32768, *WHOLE,
+    "`pipe` grows each batch of `batch_size` docs by whole docs until it holds at least this many tokens "
+    "(short docs tag faster in large batches); 0 keeps spaCy's batches.",
+)
+STORE_CONFIDENCE = Setting(
+    "store_confidence", False, *BOOLEAN,
+    "Write the marginal probability of each token's predicted label to token._.crf_confidence.",
+)
+THREADS = Setting(
+    "threads", 0, *WHOLE,
+    "CPU threads of the component's torch work; 0 (auto) is one thread unless the process chose a count "
+    "(OMP_NUM_THREADS, MKL_NUM_THREADS or torch.set_num_threads); training under a transformer keeps the "
+    "process's count.",
+    saved=False,
+)
+QUANTIZE = Setting(
+    "quantize", "none", *_one_of(QUANTIZE_MODES),
+    '"int8" predicts on the CPU with an int8 copy of the LSTM and linear layers, "bf16" with a bfloat16 '
+    "copy; training, saving and the GPU use the float32 network.",
+    saved=False,
+)
+# what every component has, after its own settings
+COMMON = (OVERWRITE, WINDOW, BY_SENTENCE, BATCH_WORDS, STORE_CONFIDENCE, THREADS, QUANTIZE)
+
+TAGGER: Tuple[Setting, ...] = (
+    Setting(
+        "target", "tag", *_one_of(TOKEN_TARGETS),
+        '"tag" writes token.tag_, "pos" token.pos_ (UPOS), "tag+pos" both, from one CRF over the (tag, pos) '
+        'pairs of the training data ("NNS|NOUN").',
+    ),
+    Setting(
+        "constraints", "none", *_one_of(SCHEMES),
+        'A tag scheme whose invalid transitions get probability exactly 0, for chunk tags such as "B-NP"; '
+        '"none" allows every transition.',
+    ),
+    *COMMON,
+)
+
+MORPHOLOGIZER: Tuple[Setting, ...] = (
+    Setting(
+        "target", "pos+morph", *_one_of(MORPH_TARGETS),
+        '"pos+morph" writes token.pos_ and token.morph from one CRF over the bundles of the training data '
+        '("Case=Nom|Number=Plur|POS=NOUN", spaCy\'s morphologizer labels); "morph" token.morph only; '
+        '"tag+pos+morph" token.tag_ as well, one label per (tag, bundle) (UDPipe\'s AllTags).',
+    ),
+    Setting(
+        "overwrite", True, *BOOLEAN,
+        "Replace the POS and features a doc already has (spaCy's morphologizer's default); false writes "
+        "only where they are unset.",
+    ),
+    Setting(
+        "extend", False, *BOOLEAN,
+        "Merge the predicted features into those a token already has instead of replacing them: the "
+        "predicted value wins where both set a feature with overwrite, the token's own without it "
+        "(spaCy's morphologizer's extend).",
+    ),
+    Setting(
+        "label_smoothing", 0.0, "0.0 only: the CRF's loss is the likelihood of whole label sequences, with no "
+        "per-token target distribution to smooth (spaCy's morphologizer's key, accepted so its configs load)",
+        lambda value: _is_number(value) and value == 0.0,
+        "spaCy's morphologizer's label smoothing, which a CRF has no place for.",
+        saved=False,
+    ),
+    *[setting for setting in COMMON if setting.name != "overwrite"],
+)
+
+ENTITY_RECOGNIZER: Tuple[Setting, ...] = (
+    Setting(
+        "scheme", "BILUO", *_one_of(ENTITY_SCHEMES),
+        "The tag scheme of the entities. Its invalid transitions get probability exactly 0, so every "
+        "decoded path makes valid spans.",
+    ),
+    Setting(
+        "incorrect_spans_key", None, *KEY,
+        "In training, the spans in the reference doc's doc.spans[key] are known not to be entities of "
+        "their label (an annotator's rejections, as for spaCy's ner): the paths that contain one are left "
+        "out of the gold sum.",
+    ),
+    Setting(
+        "store_entity_probs", False, *BOOLEAN,
+        "Write each entity's exact posterior probability (the sum over every tag path that makes exactly "
+        "that span) to span._.crf_prob of doc.ents.",
+    ),
+    Setting(
+        "threshold", 0.0, "a probability from 0 to 1", lambda value: _is_number(value) and 0.0 <= value <= 1.0,
+        "Write only the decoded entities whose posterior is at least this (0: all of them).",
+    ),
+    Setting(
+        "candidates_key", None, *KEY,
+        "Store every span whose posterior is at least candidates_threshold, decoded or not, as a "
+        'SpanGroup in doc.spans[key] with attrs["scores"]; null: no candidates.',
+    ),
+    Setting(
+        "candidates_threshold", 0.5, "a probability above 0, at most 1",
+        lambda value: _is_number(value) and 0.0 < value <= 1.0,
+        "The least posterior of a candidate span.",
+    ),
+    Setting(
+        "overwrite", False, *BOOLEAN,
+        "Replace the entities a doc already has (else only entities that overlap none of them are added).",
+    ),
+    *[setting for setting in COMMON if setting.name != "overwrite"],
+)
+
+
+def defaults(settings: Iterable[Setting]) -> Dict[str, Any]:
+    """The settings' defaults, by name: a factory's default config."""
+    return {setting.name: setting.default for setting in settings}
+
+
+def check_setting(setting: Setting, value: Any, name: str) -> Any:
+    """The value, or ValueError E039 (which names the setting and what it
+    takes) unless the setting allows it; `name` is the component's."""
+    if not setting.check(value):
+        raise ValueError(Errors.E039.format(name=name, setting=setting.name, value=value, allowed=setting.allowed))
+    return value
+
+
+def checked_settings(settings: Iterable[Setting], given: Mapping[str, Any], name: str) -> Dict[str, Any]:
+    """Every setting's value, checked (E039): the given one, else its
+    default; a name not declared is refused too."""
+    declared = {setting.name: setting for setting in settings}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ValueError(Errors.E040.format(name=name, setting=unknown[0], options=", ".join(declared)))
+    return {key: check_setting(setting, given.get(key, setting.default), name) for key, setting in declared.items()}
+
+
+def factory_settings(settings: Iterable[Setting], arguments: Mapping[str, Any]) -> Dict[str, Any]:
+    """The settings among a factory's arguments (its `locals()`), by name."""
+    return {setting.name: arguments[setting.name] for setting in settings}
+
+
+def documented(settings: Iterable[Setting]) -> Callable[[Callable], Callable]:
+    """A decorator that adds the settings to a factory's docstring, for `help()`."""
+    settings = tuple(settings)
+
+    def add_settings(factory: Callable) -> Callable:
+        lines = [f"    {setting.name} (default {setting.default!r}; {setting.allowed}): {setting.description}"
+                 for setting in settings]
+        factory.__doc__ = (factory.__doc__ or "").rstrip() + "\n\n    Settings:\n" + "\n".join(lines) + "\n"
+        return factory
+
+    return add_settings
+
+
+def settings_table(settings: Iterable[Setting]) -> str:
+    """The settings as a Markdown table (setting, default, allowed, what it
+    does) for the docs; `model` and `scorer` are each page's own."""
+    lines = ["| setting | default | allowed | what it does |", "|---|---|---|---|"]
+    for setting in settings:
+        default = json.dumps(setting.default)
+        cells = [f"`{setting.name}`", f"`{default}`", setting.allowed, setting.description]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
