@@ -3,7 +3,7 @@
 
 # Codes no longer raised (never reused): one per setting, until every
 # component setting was checked by its declaration (E039).
-RETIRED = ("E001", "E015", "E018", "E021", "E031", "E032")
+RETIRED = ("E001", "E004", "E015", "E018", "E021", "E031", "E032")
 
 
 class ErrorsWithCodes(type):
@@ -40,12 +40,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "The gold data for component '{name}' has the label '{label}', which "
         "is not among its {n_labels} labels. Initialize the component on data "
         "that contains every label (or pass them all with `labels=`, e.g. from "
-        "`spacy init labels`)."
-    )
-    E004 = (
-        "Cannot add label '{label}' to component '{name}': its model was "
-        "already built for {n_labels} labels. Add every label before "
-        "`nlp.initialize()`."
+        "`spacy init labels`), add it with `add_label`, or set "
+        "`learn_new_labels = true` to add it as it comes."
     )
     E005 = (
         "Component '{name}' found no labels for target '{target}' in the "

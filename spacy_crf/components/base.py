@@ -31,6 +31,7 @@ from ..batching import word_batches
 from ..errors import Errors
 from ..ml import (
     CRFBatch,
+    add_labels,
     DocScores,
     check_quantize,
     count_known_words,
@@ -43,7 +44,7 @@ from ..ml import (
     uses_label_classes,
     uses_label_parts,
 )
-from ..targets import UPOS_TAGS, Target, allowed_transitions, label_classes, label_parts
+from ..targets import UPOS_TAGS, Target, allowed_transitions, growth_plan, label_classes, label_parts
 from ..threads import in_torch_threads
 from .saving import SavingMixin, checked_temperature
 from .settings import BATCH_WORDS, QUANTIZE, Setting, check_setting, checked_settings
@@ -195,7 +196,12 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         return "none"
 
     def add_label(self, label: str) -> int:
-        """Add a label before the model is initialized.
+        """Add a label, before or after the model is initialized and trained.
+
+        Added to a trained model, the label starts from the scores of an old
+        one less a margin (see `spacy_crf.nn.growth`): no prediction changes
+        until training on examples of it (e.g. after `nlp.resume_training()`)
+        teaches it.
 
         label (str): the label (crf_ner: an entity type adds the scheme's tags for it).
         RETURNS (int): 0 if the label was already present, otherwise 1.
@@ -205,9 +211,29 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         tags = self.target.expand_label(label)
         for tag in tags:
             self._check_label(tag)
-        if torch_network(self.model) is not None and not set(tags) <= set(self.tags):
-            raise ValueError(Errors.E004.format(label=label, name=self.name, n_labels=len(self.tags)))
+        if torch_network(self.model) is not None:
+            new = [tag for tag in dict.fromkeys(tags) if tag not in self.tags]
+            self._grow(new)
+            return int(bool(new))
         return max(self._add(tag) for tag in tags)
+
+    def _grow(self, tags: Sequence[str]) -> None:
+        """Add new labels (checked, not yet present) to the built model, after
+        the old ones, each starting from its donor's scores."""
+        if not tags:
+            return
+        plan = growth_plan(self.target, self.tags, tags, self._constraint_scheme())
+        for tag in tags:
+            self._add(tag)
+        add_labels(
+            self.model,
+            plan.donors,
+            classes=plan.classes if uses_label_classes(self.model) else None,
+            class_sources=plan.class_sources if uses_label_classes(self.model) else None,
+            parts=plan.parts if uses_label_parts(self.model) else None,
+            part_sources=plan.part_sources if uses_label_parts(self.model) else None,
+        )
+        set_constraints(self.model, self._constraint_masks())
 
     def _check_label(self, label: str) -> None:
         if not self.target.accepts(label):

@@ -43,6 +43,7 @@ def make_crf_morphologizer(
     store_confidence: bool,
     threads: int,
     quantize: str,
+    learn_new_labels: bool,
     scorer: Optional[Callable],
 ) -> "CRFMorphologizer":
     """Create a CRFMorphologizer: a BiLSTM-CRF that writes token.pos_ and token.morph.

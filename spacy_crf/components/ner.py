@@ -51,6 +51,7 @@ def make_crf_ner(
     store_confidence: bool,
     threads: int,
     quantize: str,
+    learn_new_labels: bool,
     scorer: Optional[Callable],
 ) -> "CRFEntityRecognizer":
     """Create a CRFEntityRecognizer: a BiLSTM-CRF that writes doc.ents.

@@ -92,8 +92,14 @@ QUANTIZE = Setting(
     "copy; training, saving and the GPU use the float32 network.",
     saved=False,
 )
+LEARN_NEW_LABELS = Setting(
+    "learn_new_labels", False, *BOOLEAN,
+    "Training a trained component (fine-tuning, `resume_training`) on a gold label it does not have adds "
+    "the label, as `add_label` does, and learns it; false raises E003 there.",
+    saved=False,
+)
 # what every component has, after its own settings
-COMMON = (OVERWRITE, WINDOW, BY_SENTENCE, BATCH_WORDS, STORE_CONFIDENCE, THREADS, QUANTIZE)
+COMMON = (OVERWRITE, WINDOW, BY_SENTENCE, BATCH_WORDS, STORE_CONFIDENCE, THREADS, QUANTIZE, LEARN_NEW_LABELS)
 
 TAGGER: Tuple[Setting, ...] = (
     Setting(

@@ -39,6 +39,7 @@ def make_crf_tagger(
     store_confidence: bool,
     threads: int,
     quantize: str,
+    learn_new_labels: bool,
     scorer: Optional[Callable],
     # 0.x's entity settings, which configs of 0.x and 1.0 hold: see legacy.crf_tagger_0x
     store_entity_probs: bool = False,

@@ -11,7 +11,7 @@ from spacy.training import Example, validate_examples
 from thinc.api import Optimizer, set_dropout_rate
 
 from ..errors import Errors
-from ..ml import CRFBatch, crf_batch_loss
+from ..ml import CRFBatch, crf_batch_loss, torch_network
 from ..targets import gold_ids
 from ..threads import in_torch_threads, torch_threads
 
@@ -82,6 +82,11 @@ class TrainingMixin:
         validate_examples(examples, f"{type(self).__name__}.update")
         if not any(len(eg.predicted) for eg in examples):
             return losses
+        if self.learn_new_labels and torch_network(self.model) is not None:
+            unseen = sorted(self.target.labels_in(examples) - set(self.tags))
+            for label in unseen:
+                self._check_label(label)
+            self._grow(unseen)
         docs = [eg.predicted for eg in examples]
         return self._step(docs, lambda batch: self.get_loss(examples, batch), drop, sgd, losses)
 

@@ -3,6 +3,7 @@ the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
 from .batch_loss import crf_batch_loss
 from .bilstm_crf import (
+    add_labels,
     build_bilstm_crf_v4,
     check_quantize,
     crf_shim,
@@ -24,6 +25,7 @@ from .embed import (
 )
 
 __all__ = [
+    "add_labels",
     "CRFBatch",
     "DocScores",
     "build_bilstm_crf_v4",

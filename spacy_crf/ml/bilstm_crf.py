@@ -118,6 +118,25 @@ def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> N
     crf_shim(model).set_constraints(None if masks is None else tuple(masks))
 
 
+def add_labels(
+    model: Model,
+    donors: Sequence[int],
+    *,
+    classes: Optional[Sequence[int]] = None,
+    class_sources: Optional[Sequence[int]] = None,
+    parts: Optional[Sequence[Sequence[int]]] = None,
+    part_sources: Optional[Sequence[int]] = None,
+) -> None:
+    """Add labels to a built model, after its old ones, each starting from
+    an old label (its donor: see spacy_crf.nn.growth and
+    spacy_crf.targets.growth_plan): no decoded path changes until it is
+    trained. Constraints are dropped: set them anew for all the labels."""
+    network = crf_shim(model).grow(
+        donors, classes=classes, class_sources=class_sources, parts=parts, part_sources=part_sources
+    )
+    model.get_ref("output_layer").set_dim("nO", int(network.start.shape[0]), force=True)
+
+
 def check_quantize(mode: str, name: str) -> None:
     """Raise E026 for an unknown quantize mode, E027 for "int8" where this
     torch cannot quantize (`name`: the component's)."""

@@ -45,6 +45,7 @@ from thinc.api import (
 from ..errors import Errors, UnsafeModelError
 from ..nn import BiLSTMCRF
 from ..nn import quantize as quantization
+from ..nn.growth import grown_network
 
 # The network's settings that decide the shapes of its weights.
 STRUCTURAL = ("hidden_width", "depth", "learn_transitions", "transitions", "emissions")
@@ -124,6 +125,33 @@ class CRFShim(PyTorchShim):
         self._apply_constraints()  # also drops the int8 copy of the old network
         return self._model
 
+    def grow(
+        self,
+        donors: Sequence[int],
+        *,
+        classes: Optional[Sequence[int]] = None,
+        class_sources: Optional[Sequence[int]] = None,
+        parts: Optional[Sequence[Sequence[int]]] = None,
+        part_sources: Optional[Sequence[int]] = None,
+    ) -> BiLSTMCRF:
+        """Add len(donors) labels to the built network, each starting from
+        its donor's scores (spacy_crf.nn.growth); the old labels' scores and
+        every decoded path stay as they were. Constraints: set them anew."""
+        network_cfg = dict(self.cfg["network"])
+        settings = {k: v for k, v in network_cfg.items() if k not in ("n_inputs", "n_labels", "classes", "parts")}
+        self._model = grown_network(
+            self._model, settings, donors, classes=classes, class_sources=class_sources,
+            parts=parts, part_sources=part_sources,
+        )
+        network_cfg["n_labels"] = int(self._model.start.shape[0])
+        if network_cfg.get("transitions") == "factored":
+            self.label_classes = network_cfg["classes"] = [int(c) for c in classes or ()]
+        if network_cfg.get("emissions") == "composed":
+            self.label_parts = network_cfg["parts"] = [[int(p) for p in label] for label in parts or ()]
+        self.cfg = {"network": network_cfg}
+        self._apply_constraints()
+        return self._model
+
     def set_constraints(
         self, masks: Optional[Tuple[Any, Any, Any]]
     ) -> None:
@@ -155,6 +183,7 @@ class CRFShim(PyTorchShim):
                 continue
             if not self._grad_scaler.found_inf:  # skip the update if a gradient overflowed
                 current = torch2xp(param.data)  # shares the parameter's memory
+                _forget_if_resized(optimizer, (self.id, name), current.size)
                 weights, _ = optimizer((self.id, name), current, torch2xp(param.grad))
                 if weights is not current:  # Thinc's optimizers update in place
                     param.data.copy_(xp2torch(weights, device=param.device))
@@ -177,6 +206,9 @@ class CRFShim(PyTorchShim):
             else:
                 continue
             state[name] = xp2torch(value, device=self.device)
+        current = self._model.state_dict() if self._model is not None else {}
+        # averages of a parameter resized by labels added since: not used
+        state = {k: v for k, v in state.items() if k in current and v.numel() == current[k].numel()}
         if not state or self._model is None:
             yield
             return
@@ -235,6 +267,19 @@ class CRFShim(PyTorchShim):
             self._model, self.cfg, self.label_classes, self.label_parts = previous
             raise
         return self
+
+
+def _forget_if_resized(optimizer: Any, key: Tuple[int, str], size: int) -> None:
+    """Drop the optimizer's state (moments, averages, step count) for a
+    parameter that labels added since its last update have resized: it
+    starts afresh, as a new optimizer would."""
+    moments = getattr(optimizer, "mom1", None)
+    if not isinstance(moments, dict) or key not in moments or moments[key].size == size:
+        return
+    for state in (optimizer.mom1, optimizer.mom2, getattr(optimizer, "averages", None) or {}):
+        state.pop(key, None)
+    if key in getattr(optimizer, "nr_update", {}):
+        optimizer.nr_update[key] = 0
 
 
 def _load_weights(data: bytes, device: torch.device) -> Dict[str, torch.Tensor]:
