@@ -16,6 +16,7 @@ from spacy_crf.nn.crf import (
     path_score,
     viterbi_decode,
 )
+from spacy_crf.nn.loss import crf_loss
 
 from .helpers import all_paths, brute_log_z, brute_score, random_batch
 
@@ -91,6 +92,38 @@ def test_partial_label_nll_equals_brute_force(seed, lengths, n_labels):
             scores, b, length, allowed
         )
         assert float(nll[b]) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed,lengths,n_labels", CASES)
+def test_grouped_label_nll_equals_brute_force(seed, lengths, n_labels):
+    """Labels known in part (K + g: any label of group g, e.g. a UPOS
+    without its features) beside known, unknown and excluded ones: crf_loss
+    is log Z less the log-sum of the paths through the allowed labels, the
+    paths enumerated and filtered here by the groups' sets themselves."""
+    scores = random_batch(seed, lengths, n_labels)
+    gen = torch.Generator().manual_seed(seed + 4000)
+    groups = torch.rand(3, n_labels, generator=gen) < 0.5
+    groups[:, 0] = True  # no empty group
+    kind = torch.randint(3, scores.mask.shape, generator=gen)  # 0 known, 1 unknown, 2 group
+    tags = torch.randint(n_labels, scores.mask.shape, generator=gen)
+    in_group = torch.randint(3, scores.mask.shape, generator=gen)
+    tags = torch.where(kind == 1, -1, torch.where(kind == 2, n_labels + in_group, tags))
+    loss = crf_loss(scores, tags, groups=groups)
+    expected = 0.0
+    for b, length in enumerate(lengths):
+        if length == 0:
+            continue
+
+        def agrees(path, b=b):
+            for t, y in enumerate(path):
+                tag = int(tags[b, t])
+                if (0 <= tag < n_labels and y != tag) or (tag >= n_labels and not groups[tag - n_labels, y]):
+                    return False
+            return True
+
+        values = [brute_score(scores, b, path) for path in all_paths(length, n_labels) if agrees(path)]
+        expected += brute_log_z(scores, b, length) - float(torch.logsumexp(torch.tensor(values, dtype=torch.float64), 0))
+    assert float(loss) == pytest.approx(expected, abs=1e-9)
 
 
 def test_nll_is_zero_without_known_labels():

@@ -10,7 +10,7 @@ from thinc.api import fix_random_seed
 from spacy_crf.ml import crf_batch_loss
 from spacy_crf.scorers import morph_scores, morphologizer_score
 from spacy_crf.targets import MORPH_TARGETS, gold_ids
-from spacy_crf.targets.morph import morph_bundle
+from spacy_crf.targets.morph import morph_bundle, split_bundle
 
 from .helpers import (
     CONFIGS,
@@ -145,8 +145,10 @@ def test_add_label_normalizes_and_checks_the_label():
     assert tagger.add_label("POS=NOUN|Number=Plur") == 1
     assert tagger.add_label("POS=PUNCT") == 1
     assert tagger.labels == ("Number=Plur|POS=NOUN", "POS=PUNCT")
-    with pytest.raises(ValueError, match=r"\[E019\].*'Number=Plur'.*\"pos\+morph\""):
-        tagger.add_label("Number=Plur")  # no POS
+    assert tagger.add_label("Number=Plur") == 1  # features alone, as spaCy's morphologizer takes them
+    assert tagger.add_label("Feat=A") == 1
+    with pytest.raises(ValueError, match=r"\[E019\].*'Number'.*\"pos\+morph\""):
+        tagger.add_label("Number")  # not a FEATS string
     with pytest.raises(ValueError, match=r"\[E002\].*NOUNISH"):
         tagger.add_label("POS=NOUNISH|Number=Plur")
     with pytest.raises(ValueError, match=r"\[E002\]"):
@@ -162,8 +164,9 @@ def test_initialize_with_labels_argument_normalizes():
 
 @pytest.mark.parametrize("target", ["morph", "pos+morph"])
 def test_unset_morph_is_summed_over(target):
-    """A token whose morph was never annotated is unknown: its loss is the
-    log of the summed probability of every label there, never "no features"."""
+    """A token whose morph was never annotated is unknown ("morph": every
+    label; "pos+morph": every bundle of its UPOS): its loss is the log of the
+    summed probability of those labels there, never "no features"."""
     nlp = make_nlp(factory="crf_morphologizer", target=target)
     nlp.initialize(lambda: morph_examples(nlp))
     tagger = nlp.get_pipe("crf_morphologizer")
@@ -185,11 +188,16 @@ def test_unset_morph_is_summed_over(target):
         with_label = ids.copy()
         with_label[3] = label_id
         fixed.append(crf_batch_loss(scores, [with_label], [none])[0])
-    by_hand = -numpy.logaddexp.reduce(-numpy.asarray(fixed, dtype="float64"))
+    agree = [i for i, label in enumerate(labels) if target == "morph" or split_bundle(label)[0] == "NOUN"]
+    assert 1 < len(agree) < len(labels) or target == "morph"
+    by_hand = -numpy.logaddexp.reduce(-numpy.asarray(fixed, dtype="float64")[agree])
     assert loss == pytest.approx(by_hand, rel=1e-4)
     unknown = ids.copy()
     unknown[3] = -1
-    assert loss == pytest.approx(crf_batch_loss(scores, [unknown], [none])[0], rel=1e-6)
+    if target == "morph":
+        assert loss == pytest.approx(crf_batch_loss(scores, [unknown], [none])[0], rel=1e-6)
+    else:
+        assert loss > crf_batch_loss(scores, [unknown], [none])[0]  # fewer paths agree
     # the annotated "." with no features is a label of its own ("_", "POS=PUNCT")
     full_loss, _ = tagger.get_loss([Example(predicted, full)], scores)
     assert full_loss == pytest.approx(fixed[ids[3]], rel=1e-6)
@@ -212,11 +220,22 @@ def test_pos_morph_missing_half_or_misaligned_is_unknown():
     assert MORPH_TARGETS["morph"].gold_values(misaligned) == FIRST_LABELS["morph"][:2] + ["", "_"]
 
 
-def test_pos_only_data_has_no_pos_morph_labels():
-    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
-    examples = [Example.from_dict(nlp.make_doc("I like eggs"), {"pos": ["PRON", "VERB", "NOUN"]})]
-    with pytest.raises(ValueError, match=r"\[E005\].*token.pos_ and token.morph"):
-        nlp.initialize(lambda: examples)
+@pytest.mark.parametrize("annotation", [{"pos": ["PRON", "VERB", "NOUN"]}, {"morphs": ["Case=Nom", "", "Number=Plur"]}])
+def test_half_annotated_data_has_spacys_labels(annotation):
+    """Data with UPOS and no features (or features and no UPOS) gives the
+    labels spaCy's morphologizer gives it, and trains."""
+    labels = {}
+    for factory in ("crf_morphologizer", "morphologizer"):
+        nlp = make_nlp(factory=factory) if factory.startswith("crf") else spacy.blank("en")
+        if not factory.startswith("crf"):
+            nlp.add_pipe("morphologizer")
+        examples = [Example.from_dict(nlp.make_doc("I like eggs"), annotation)]
+        nlp.initialize(lambda examples=examples: examples)
+        labels[factory] = set(nlp.get_pipe(factory).labels)
+        losses = {}
+        nlp.update(examples, losses=losses)
+        assert numpy.isfinite(losses[factory])
+    assert labels["crf_morphologizer"] == labels["morphologizer"]
 
 
 def test_negative_morph_labels():
@@ -312,3 +331,47 @@ def test_spacy_train_with_cpu_morph_config(tmp_path):
         assert morph_bundle(token.pos_, str(token.morph)) in expected and token.has_morph()
     output = run_spacy("evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"))
     assert "POS" in output and "MORPH" in output
+
+
+def test_learns_from_half_annotated_tokens():
+    """Tokens annotated with only a UPOS or only features: the loss sums over
+    the bundles that agree with the known half, so the missing half is
+    learnt from the labels the other sentences taught ("ate" is known only
+    by its features, "They" only by its UPOS)."""
+    fix_random_seed(0)
+    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
+    examples = morph_examples(nlp, MORPH_SENTENCES[:2])
+    words = ["They", "ate", "ham", "."]
+    half = Doc(nlp.vocab, words=words)
+    half[0].pos_ = "PRON"
+    half[1].set_morph("Tense=Pres|VerbForm=Fin")
+    half[2].set_morph("Number=Sing")
+    half[3].pos_ = "PUNCT"
+    assert [MORPH_TARGETS["pos+morph"].gold_values(Example(nlp.make_doc(" ".join(words)), half))] == [[""] * 4]
+    examples += [Example(nlp.make_doc(" ".join(words)), half)] * 2
+    train(nlp, examples, steps=100)
+    tagger = nlp.get_pipe("crf_morphologizer")
+    assert len(tagger.labels) == 7  # the two full sentences' bundles: no half made a label of its own
+    assert analyses(nlp("They ate ham .")) == [
+        ("PRON", "Case=Nom|Number=Sing|Person=1"), ("VERB", "Tense=Pres|VerbForm=Fin"), ("NOUN", "Number=Sing"), ("PUNCT", ""),
+    ]
+
+
+def test_features_only_token_sums_over_the_bundles_with_those_features():
+    nlp = make_nlp(factory="crf_morphologizer", target="pos+morph")
+    nlp.initialize(lambda: morph_examples(nlp))
+    tagger = nlp.get_pipe("crf_morphologizer")
+    labels = tagger.labels
+    gold = reference(nlp)
+    gold[2].pos = 0  # "green": Degree=Pos, no UPOS
+    predicted = nlp.make_doc("I like green eggs .")
+    scores = tagger.model.predict([predicted])
+    loss, _ = tagger.get_loss([Example(predicted, gold)], scores)
+    ids = numpy.asarray([labels.index(label) for label in FIRST_LABELS["pos+morph"]], dtype="int64")
+    none = numpy.full(len(ids), -1, dtype="int64")
+    agree = [i for i, label in enumerate(labels) if split_bundle(label)[1] == "Degree=Pos"]
+    fixed = []
+    for label_id in agree:
+        ids[2] = label_id
+        fixed.append(crf_batch_loss(scores, [ids.copy()], [none])[0])
+    assert loss == pytest.approx(-numpy.logaddexp.reduce(-numpy.asarray(fixed, dtype="float64")), rel=1e-4)

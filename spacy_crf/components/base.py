@@ -31,8 +31,8 @@ from ..batching import word_batches
 from ..errors import Errors
 from ..ml import (
     CRFBatch,
-    add_labels,
     DocScores,
+    add_labels,
     check_quantize,
     count_known_words,
     crf_shim,
@@ -269,7 +269,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if labels is not None and not len(labels):
             raise ValueError(Errors.E012.format(name=self.name))
         if labels is None:
-            labels = sorted(set(self.tags) | self.target.labels_in(get_examples()))
+            labels = sorted(set(self.tags) | self.target.labels_in(get_examples(), known=self.tags))
         self.cfg["labels"] = []
         self.cfg["trained"] = False
         for label in labels:

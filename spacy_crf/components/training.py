@@ -12,7 +12,7 @@ from thinc.api import Optimizer, set_dropout_rate
 
 from ..errors import Errors
 from ..ml import CRFBatch, crf_batch_loss, torch_network
-from ..targets import gold_ids
+from ..targets import gold_ids, partial_gold
 from ..threads import in_torch_threads, torch_threads
 
 TRANSFORMER_LISTENER = "transformer-listener"  # spacy-transformers' TransformerListener
@@ -83,7 +83,7 @@ class TrainingMixin:
         if not any(len(eg.predicted) for eg in examples):
             return losses
         if self.learn_new_labels and torch_network(self.model) is not None:
-            unseen = sorted(self.target.labels_in(examples) - set(self.tags))
+            unseen = sorted(self.target.labels_in(examples, known=self.tags) - set(self.tags))
             for label in unseen:
                 self._check_label(label)
             self._grow(unseen)
@@ -155,6 +155,8 @@ class TrainingMixin:
         """The CRF negative log-likelihood of the gold labels and its gradient.
 
         Tokens without a gold label (missing or misaligned) allow every label;
+        a label known in part (crf_morphologizer: a UPOS without features, or
+        features without a UPOS) allows the labels that agree with it;
         a negative label "!TAG" rules TAG out; crf_ner with incorrect_spans_key
         rules the reference's rejected spans out as entities of their label;
         a doc with none of these adds 0.
@@ -172,8 +174,11 @@ class TrainingMixin:
                 raise ValueError(Errors.E003.format(name=self.name, label=unknown[0], n_labels=len(self.tags)))
             gold.append(ids)
             excluded.append(excluded_ids)
+        groups, unmatched = partial_gold(self.target, examples, self.tags, gold)
+        if unmatched:
+            raise ValueError(Errors.E003.format(name=self.name, label=unmatched[0], n_labels=len(self.tags)))
         rejected, patterns = self._rejected_spans(examples)
-        loss, d_scores = crf_batch_loss(scores, gold, excluded, rejected, patterns)
+        loss, d_scores = crf_batch_loss(scores, gold, excluded, rejected, patterns, groups=groups)
         if not numpy.isfinite(loss):
             what = "The loss" if scores.is_finite() else "The model's scores (emissions or transitions)"
             raise ValueError(Errors.E006.format(what=what, name=self.name))

@@ -14,12 +14,15 @@ def crf_batch_loss(
     excluded: Sequence[numpy.ndarray],
     rejected: Optional[Sequence[Sequence[Tuple[int, int, int]]]] = None,
     patterns: Optional[Sequence[Sequence[int]]] = None,
+    *,
+    groups: Optional[numpy.ndarray] = None,
 ) -> Tuple[float, CRFBatch]:
     """The summed partial-label NLL of a batch and its gradient.
 
     batch (CRFBatch): the model's output, from `begin_update`.
     gold (Sequence[ndarray]): per doc, an int64 label id per token; -1 where
-        the gold label is unknown (every label allowed).
+        the gold label is unknown (every label allowed); K + g where the
+        token may take the labels of row g of `groups`.
     excluded (Sequence[ndarray]): per doc, an int64 label id per token that the
         token must not take, or -1.
     rejected (Optional[Sequence[Sequence[Tuple[int, int, int]]]]): per doc,
@@ -27,6 +30,8 @@ def crf_batch_loss(
         the paths containing one leave the gold sum (a span across a chunk's
         edge is on no path: ignored). patterns: the types' label patterns
         (`spacy_crf.targets.span_patterns`), needed with `rejected`.
+    groups (Optional[ndarray]): (G, K) bool, the label sets of tokens whose
+        label is known in part (`spacy_crf.targets.partial_gold`).
     RETURNS (Tuple[float, CRFBatch]): the loss (NaN or inf if the scores are),
         and the gradient with respect to the emissions, transitions, start and
         end (None where fixed), to hand to the model's backprop.
@@ -51,9 +56,11 @@ def crf_batch_loss(
             torch.tensor(inside, dtype=torch.long, device=device).view(-1, 4),
             torch.tensor(patterns, dtype=torch.long, device=device).view(-1, 5),
         )
+    group_table = None if groups is None else torch.as_tensor(groups, dtype=torch.bool, device=emissions.device)
     with torch.enable_grad():
         loss = crf_loss(
-            CRFScores(leaves[0], mask, *leaves[1:], classes), gold_grid, excluded_grid, rejected_rows
+            CRFScores(leaves[0], mask, *leaves[1:], classes), gold_grid, excluded_grid, rejected_rows,
+            groups=group_table,
         )
         trainable = [leaf for leaf in leaves if leaf.requires_grad]
         grads = iter(torch.autograd.grad(loss, trainable))

@@ -74,18 +74,28 @@ def _compute_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 def allowed_from_tags(
-    tags: torch.Tensor, n_labels: int, *, excluded: Optional[torch.Tensor] = None
+    tags: torch.Tensor,
+    n_labels: int,
+    *,
+    excluded: Optional[torch.Tensor] = None,
+    groups: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Turn gold label ids into the set of labels each token may take.
 
-    tags (Tensor): (B, T) long; a label id, or -1 where the gold label is unknown.
+    tags (Tensor): (B, T) long; a label id, -1 where the gold label is
+        unknown, or K + g where the token may take the labels of row g of
+        `groups` (a label known in part, e.g. its UPOS but not its features).
     n_labels (int): K, the number of labels.
     excluded (Optional[Tensor]): (B, T) long; a label id the token must not
         take (spaCy's "!TAG" negative label), or -1 for none.
+    groups (Optional[Tensor]): (G, K) bool, the label sets that tags >= K name.
     RETURNS (Tensor): (B, T, K) bool, True where the label is allowed.
     """
     labels = torch.arange(n_labels, device=tags.device)
     allowed = (tags.unsqueeze(-1) == labels) | (tags.unsqueeze(-1) < 0)
+    if groups is not None and groups.shape[0]:
+        in_group = (tags - n_labels).clamp(0, groups.shape[0] - 1)
+        allowed = torch.where((tags >= n_labels).unsqueeze(-1), groups[in_group], allowed)
     if excluded is not None:
         allowed &= excluded.unsqueeze(-1) != labels
     return allowed  # shape: (B, T, K)

@@ -16,24 +16,29 @@ def crf_loss(
     gold: torch.Tensor,
     excluded: Optional[torch.Tensor] = None,
     rejected: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+    groups: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """The summed negative log-likelihood of the gold labels of a batch.
 
     A token whose gold label is unknown allows every label (a partial-label
-    CRF: the loss sums over those paths), an excluded label is ruled out, and
-    a sequence with no known or excluded label adds exactly 0.
+    CRF: the loss sums over those paths), a token whose label is known in
+    part allows the labels that agree with that part, an excluded label is
+    ruled out, and a sequence with no known or excluded label adds exactly 0.
 
     scores (CRFScores): the batch; gradients flow to whichever tensors need them.
-    gold (Tensor): (B, T) long, a label id per token or -1 where unknown.
+    gold (Tensor): (B, T) long, a label id per token, -1 where unknown, or
+        K + g where the token may take the labels of row g of `groups`.
     excluded (Optional[Tensor]): (B, T) long, a label id the token must not
         take (spaCy's "!TAG"), or -1 for none.
     rejected (Optional[Tuple[Tensor, Tensor]]): spans that are not entities
         (an annotator's rejections) and the entity patterns: (N, 4) long rows
         (row, first, last, type) and (n_types, 5) long, as in rejected.py. The
         paths that contain one are left out of the gold sum (exactly).
+    groups (Optional[Tensor]): (G, K) bool, the label sets of partly known
+        tokens (`allowed_from_tags`).
     RETURNS (Tensor): the scalar loss.
     """
-    allowed = allowed_from_tags(gold, scores.emissions.shape[2], excluded=excluded)
+    allowed = allowed_from_tags(gold, scores.emissions.shape[2], excluded=excluded, groups=groups)
     has_gold = gold >= 0
     if excluded is not None:
         has_gold |= excluded >= 0

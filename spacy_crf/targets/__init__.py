@@ -15,7 +15,7 @@ from .entities import (
     tags_to_spans,
 )
 from .growth import GrowthPlan, growth_plan
-from .ids import gold_ids, label_classes, label_parts
+from .ids import gold_ids, label_classes, label_parts, partial_gold
 from .morph import (
     ALL_TAGS,
     MORPH_TARGET,
@@ -44,5 +44,5 @@ __all__ = [
     "ALL_TAGS", "ENTITY_SCHEMES", "JOINT", "MORPH_TARGET", "MORPH_TARGETS", "TOKEN_TARGETS", "POS_MORPH", "POS_TARGET", "SCHEMES", "TAG_TARGET",
     "UPOS_TAGS", "AllTagsTarget", "EntityTarget", "GrowthPlan", "growth_plan", "JointTarget", "MorphTarget", "PosMorphTarget", "Target",
     "TokenTarget", "allowed_transitions", "entity_offsets", "entity_tags", "gold_ids", "label_classes",
-    "label_parts", "normalize_morph", "span_patterns", "tags_to_spans", "write_token_attr",
+    "label_parts", "normalize_morph", "partial_gold", "span_patterns", "tags_to_spans", "write_token_attr",
 ]

@@ -29,7 +29,7 @@ class EntityTarget:
             raise ValueError(Errors.E014.format(scheme=scheme, options=list(ENTITY_SCHEMES)))
         self.scheme = scheme
 
-    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+    def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
         """The tags of the scheme for the entity types of the gold docs."""
         types = {ent.label_ for eg in examples for ent in eg.y.ents}
         return set(entity_tags(types, self.scheme)) if types else set()

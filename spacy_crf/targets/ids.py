@@ -1,6 +1,6 @@
 """Label ids: of gold values (`gold_ids`), and of the classes and parts of
 labels for factored transitions and composed emissions."""
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -58,3 +58,42 @@ def gold_ids(
         else:
             unknown.append(value)
     return tags, excluded, unknown
+
+
+def partial_gold(
+    target: Any, examples: Sequence[Any], labels: Sequence[str], gold: Sequence[numpy.ndarray]
+) -> Tuple[Optional[numpy.ndarray], List[str]]:
+    """Gold of tokens annotated in part (crf_morphologizer's UPOS without
+    features, or features without UPOS): such a token may take every label
+    that agrees with what is known, and the loss sums over those.
+
+    target: the component's target; targets without `partial_values` have
+        no partial annotation.
+    examples (Sequence[Example]): the batch.
+    labels (Sequence[str]): the labels, in id order (K of them).
+    gold (Sequence[ndarray]): per example, the ids of `gold_ids`; a partly
+        annotated token's -1 becomes K + g (modified in place).
+    RETURNS: the (G, K) bool table of the label sets g (None if none), and
+        the target's labels for partial annotations no label agrees with
+        (the caller adds them or reports them).
+    """
+    partial_values = getattr(target, "partial_values", None)
+    if partial_values is None:
+        return None, []
+    group_of: Dict[Any, int] = {}
+    rows: List[numpy.ndarray] = []
+    unmatched: List[str] = []
+    for eg, ids in zip(examples, gold):
+        for i, known in enumerate(partial_values(eg)):
+            if known is None or ids[i] >= 0:
+                continue
+            if known not in group_of:
+                row = numpy.fromiter((target.allows(known, label) for label in labels), dtype=bool, count=len(labels))
+                group_of[known] = len(rows) if row.any() else -1
+                if row.any():
+                    rows.append(row)
+                elif target.fallback_label(known):
+                    unmatched.append(target.fallback_label(known))
+            if group_of[known] >= 0:
+                ids[i] = len(labels) + group_of[known]
+    return (numpy.stack(rows) if rows else None), unmatched

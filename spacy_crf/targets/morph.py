@@ -4,7 +4,7 @@ morphologizer labels them) and "tag+pos+morph" (token.tag_ as well: UDPipe's
 AllTags). See tokens.py for what a target is. Pure Python and numpy, no torch.
 """
 import functools
-from typing import Iterable, List, Sequence, Set, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.attrs import MORPH, POS
@@ -32,7 +32,7 @@ class MorphTarget:
     name = "morph"
     writes = "token.morph"
 
-    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+    def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
         """The analyses of the gold tokens (negative labels name one too)."""
         found = {morph.lstrip("!") for eg in examples for morph in doc_morphs(eg.y)}
         return {normalize_morph(morph) for morph in found if morph}
@@ -83,41 +83,51 @@ class PosMorphTarget:
     predicts them: one label per bundle seen in training, written to
     token.pos_ and token.morph. Labels are the morphologizer's: the features
     and a "POS" feature, sorted as spaCy normalizes them
-    ("Case=Nom|Number=Plur|POS=NOUN", "POS=PUNCT" for no features).
+    ("Case=Nom|Number=Plur|POS=NOUN", "POS=PUNCT" for no features; a label
+    without "POS" writes features only, as spaCy's does).
 
-    A token whose pos or morph is unset (or misaligned, or a negative label)
-    is unknown: the loss sums over every bundle there.
+    A token annotated with a UPOS but no features, or features but no UPOS,
+    may take every bundle that agrees with the known half (the loss sums over
+    them); a token with neither (or misaligned, or a negative label) is
+    unknown: the loss sums over every bundle there.
     """
 
     name = "pos+morph"
     writes = "token.pos_ and token.morph"
 
-    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
-        found = {
-            (token.pos_, morph)
-            for eg in examples
-            for token, morph in zip(eg.y, doc_morphs(eg.y))
-        }
-        return {label for label in (self._bundle(pos, morph) for pos, morph in found) if label}
+    def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
+        """The bundles of the fully annotated tokens, and spaCy's label for
+        each half-annotated token that none of those or `known` agrees with
+        ("POS=NOUN" for a UPOS alone, "Case=Nom" for features alone)."""
+        complete, halves = set(), set()
+        for eg in examples:
+            for token, morph in zip(eg.y, doc_morphs(eg.y)):
+                label = self._bundle(token.pos_, morph)
+                if label:
+                    complete.add(label)
+                else:
+                    half = self._half(token.pos_, morph)
+                    if half is not None:
+                        halves.add(half)
+        return complete | unmatched_fallbacks(self, halves, complete | set(known))
 
     def expand_label(self, label: str) -> List[str]:
         """The canonical form of a bundle ("POS=NOUN|Number=Plur" adds
-        "Number=Plur|POS=NOUN"), which must have a POS feature."""
+        "Number=Plur|POS=NOUN"); features without "POS" are a label too, as
+        in spaCy's morphologizer ("Feat=A")."""
         try:
-            normalized = normalize_morph(label)
+            return [normalize_morph(label)]
         except ValueError:
-            normalized = ""
-        if POS_FEAT not in Morphology.feats_to_dict(normalized):
             raise ValueError(Errors.E019.format(
                 label=label, target=self.name, expected="a UPOS tag and its "
                 "features such as 'Case=Nom|Number=Plur|POS=NOUN' ('POS=PUNCT' "
-                "for no features)",
-            ))
-        return [normalized]
+                "for no features), or features alone",
+            )) from None
 
     def accepts(self, label: str) -> bool:
-        """A bundle whose POS is a UPOS tag."""
-        return split_bundle(label)[0] in UPOS_TAGS
+        """A bundle whose POS is a UPOS tag, or features without a POS."""
+        pos = split_bundle(label)[0]
+        return not pos or pos in UPOS_TAGS
 
     def label_class(self, label: str) -> str:
         """The class of a label for factored transitions: its UPOS."""
@@ -132,6 +142,24 @@ class PosMorphTarget:
         morphs = example.get_aligned("MORPH", as_string=True)
         return [self._bundle(pos, morph) for pos, morph in zip(poses, morphs)]
 
+    def partial_values(self, example: Example) -> List[Optional[Tuple[str, str]]]:
+        """Per predicted token, the known half of a half-annotated one:
+        (UPOS, "") or ("", features); None where fully annotated or not at all."""
+        poses = example.get_aligned("POS", as_string=True)
+        morphs = example.get_aligned("MORPH", as_string=True)
+        return [self._half(pos, morph) for pos, morph in zip(poses, morphs)]
+
+    def allows(self, half: Tuple[str, str], label: str) -> bool:
+        """Whether a label agrees with the known half of an annotation."""
+        pos, morph = split_bundle(label)
+        return (not half[0] or half[0] == pos) and (not half[1] or half[1] == morph)
+
+    def fallback_label(self, half: Tuple[str, str]) -> Optional[str]:
+        """spaCy's morphologizer's label for a half annotation: "POS=NOUN"
+        for a UPOS alone, the features alone ("Case=Nom") for features."""
+        pos, morph = half
+        return morph_bundle(pos, "_") if pos else morph
+
     def predicted_values(self, doc: Doc) -> List[str]:
         """The bundle of each token, "" where its pos or morph is unset."""
         return [self._bundle(token.pos_, morph) for token, morph in zip(doc, doc_morphs(doc))]
@@ -141,6 +169,13 @@ class PosMorphTarget:
             return ""
         return morph_bundle(pos, morph)
 
+    @staticmethod
+    def _half(pos: Optional[str], morph: Optional[str]) -> Optional[Tuple[str, str]]:
+        pos, morph = known_value(pos), known_value(morph)
+        if bool(pos) == bool(morph):
+            return None
+        return (pos, normalize_morph(morph) if morph else "")
+
     def write(
         self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
         ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
@@ -148,6 +183,23 @@ class PosMorphTarget:
         bundles = [split_bundle(label) for label in labels]
         write_token_attr(docs, POS, [UPOS_IDS[pos] for pos, _ in bundles], ids, overwrite=overwrite)
         write_morph(vocab, docs, [morph for _, morph in bundles], ids, overwrite=overwrite, extend=extend)
+
+
+def known_value(value: Optional[str]) -> str:
+    """An aligned gold value ("" where unset, misaligned or a negative label)."""
+    return "" if not value or value.startswith("!") else value
+
+
+def unmatched_fallbacks(target: Any, halves: Iterable[Tuple[str, ...]], labels: Set[str]) -> Set[str]:
+    """The target's labels for the partial annotations no label agrees with."""
+    found = set()
+    for half in halves:
+        if not any(target.allows(half, label) for label in labels):
+            fallback = target.fallback_label(half)
+            if fallback:
+                found.add(fallback)
+    return found
+
 
 class AllTagsTarget:
     """XPOS, UPOS and features together (UDPipe's "AllTags"): one label per
@@ -158,21 +210,28 @@ class AllTagsTarget:
     tag has "|" (Dutch "N|soort|ev|basis|zijd|stan") or a space; a feature
     value with a space makes no valid label (E019).
 
-    A token whose tag, pos or morph is unset (or misaligned, or a negative
-    label) is unknown: the loss sums over every label there.
+    A token annotated with some of tag, UPOS and features may take every
+    label that agrees with those (the loss sums over them); a token with none
+    (or misaligned, or negative labels) is unknown: the loss sums over every
+    label there.
     """
 
     name = "tag+pos+morph"
     writes = "token.tag_, token.pos_ and token.morph"
     SEPARATOR = " "
 
-    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+    def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
+        """The labels of the fully annotated tokens, and for a token with a
+        tag and UPOS but no features that none of those or `known` agrees
+        with, its label without features."""
         found = {
             (token.tag_, token.pos_, morph)
             for eg in examples
             for token, morph in zip(eg.y, doc_morphs(eg.y))
         }
-        return {label for label in (self._label(*values) for values in found) if label}
+        complete = {label for label in (self._label(*values) for values in found) if label}
+        partial = {p for p in (self._partial(*values) for values in found) if p is not None}
+        return complete | unmatched_fallbacks(self, partial, complete | set(known))
 
     def expand_label(self, label: str) -> List[str]:
         """The canonical form of a label ("NNS POS=NOUN|Number=Plur" adds
@@ -223,6 +282,34 @@ class AllTagsTarget:
             example.get_aligned("MORPH", as_string=True),
         )
         return [self._label(tag, pos, morph) for tag, pos, morph in values]
+
+    def partial_values(self, example: Example) -> List[Optional[Tuple[str, str, str]]]:
+        """Per predicted token, what is known of a partly annotated one: (tag,
+        UPOS, features), "" for each unknown; None where fully annotated or
+        not at all."""
+        values = zip(
+            example.get_aligned("TAG", as_string=True),
+            example.get_aligned("POS", as_string=True),
+            example.get_aligned("MORPH", as_string=True),
+        )
+        return [self._partial(tag, pos, morph) for tag, pos, morph in values]
+
+    def allows(self, partial: Tuple[str, str, str], label: str) -> bool:
+        """Whether a label agrees with the known parts of an annotation."""
+        return all(not want or want == have for want, have in zip(partial, self.split(label)))
+
+    def fallback_label(self, partial: Tuple[str, str, str]) -> Optional[str]:
+        """The label of a tag and UPOS without features; None for other
+        partial annotations (no label can be made of them)."""
+        tag, pos, morph = partial
+        return f"{tag}{self.SEPARATOR}{morph_bundle(pos, morph or '_')}" if tag and pos and self._is_tag(tag) else None
+
+    @staticmethod
+    def _partial(tag: Optional[str], pos: Optional[str], morph: Optional[str]) -> Optional[Tuple[str, str, str]]:
+        tag, pos, morph = known_value(tag), known_value(pos), known_value(morph)
+        if all((tag, pos, morph)) or not any((tag, pos, morph)):
+            return None
+        return (tag, pos, normalize_morph(morph) if morph else "")
 
     def predicted_values(self, doc: Doc) -> List[str]:
         """The label of each token, "" where its tag, pos or morph is unset."""

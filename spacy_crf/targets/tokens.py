@@ -6,7 +6,11 @@ is, how predicted labels are written to the docs and how they are read back
 (`predicted_values`, which calibration compares with the gold). Gold values are
 strings per predicted token: a label, "" where unknown (missing or misaligned:
 the loss sums over every label there) or "!LABEL" (spaCy's negative label:
-LABEL is ruled out). Pure Python and numpy, no torch.
+LABEL is ruled out). A target whose labels combine several annotations
+(crf_morphologizer's) also has `partial_values`, `allows` and `fallback_label`
+for tokens annotated in part (`ids.partial_gold`); `labels_in(examples,
+known)` then looks at the component's labels too. Pure Python and numpy, no
+torch.
 """
 from typing import Iterable, List, Sequence, Set, Tuple
 
@@ -29,7 +33,7 @@ class TokenTarget:
         self.gold_attr = gold_attr
         self.writes = f"token.{name}_"
 
-    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+    def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
         """The labels of the gold tokens (negative labels name one too)."""
         attr = self.name + "_"
         found = {getattr(token, attr).lstrip("!") for eg in examples for token in eg.y}
@@ -76,7 +80,7 @@ class JointTarget:
     writes = "token.tag_ and token.pos_"
     SEPARATOR = "|"
 
-    def labels_in(self, examples: Iterable[Example]) -> Set[str]:
+    def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
         return {
             value
             for eg in examples
