@@ -1,4 +1,5 @@
-"""What the benchmarks share: timers, the corpora they time on, random CRF batches, and their output."""
+"""What the benchmarks share: timers, the corpora they time and score on, random CRF batches, the arguments and the output."""
+import argparse
 import contextlib
 import json
 import os
@@ -9,10 +10,12 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
+import spacy
 import torch
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.util import load_config
+from spacy.vocab import Vocab
 
 from spacy_crf.nn import CRFScores
 
@@ -124,10 +127,10 @@ def crf_component_name(pipeline: Union[Language, str, Path]) -> str:
     return names[0]
 
 
-def corpus_sentences(vocab, corpus_path) -> Iterator[Doc]:
+def corpus_sentences(vocab: Vocab, corpus_path: Union[str, Path]) -> Iterator[Doc]:
     """Each sentence of a .spacy corpus as a doc of its own, with its gold
-    annotation (as spacy convert --n-sents 1 gives); a doc without sentence
-    boundaries whole.
+    annotation, as `spacy evaluate --gold-preproc` reads them (a doc without
+    sentence boundaries is one sentence).
 
     vocab (Vocab): the vocab the docs use.
     corpus_path (str): a .spacy file.
@@ -136,6 +139,36 @@ def corpus_sentences(vocab, corpus_path) -> Iterator[Doc]:
     for doc in DocBin().from_disk(corpus_path).get_docs(vocab):
         for sent in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
             yield sent.as_doc()
+
+
+def gold_sentences(corpus_path: Union[str, Path], vocab: Vocab) -> List[Doc]:
+    """The corpus' sentences (`corpus_sentences`), as a list."""
+    return list(corpus_sentences(vocab, corpus_path))
+
+
+def tag_gold_tokens(model_path: str, gold_docs: List[Doc]) -> Iterator[Doc]:
+    """The docs tagged by the pipeline at model_path, on their own tokens.
+
+    model_path (str): a pipeline for spacy.load.
+    gold_docs (List[Doc]): the docs whose words are tagged.
+    RETURNS (Iterator[Doc]): new docs, in order, annotated by the pipeline.
+    """
+    nlp = spacy.load(model_path)
+    return nlp.pipe(Doc(nlp.vocab, words=[t.text for t in doc]) for doc in gold_docs)
+
+
+def model_train_dev_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a script that scores a model against its training and dev data.
+
+    doc (str): the script's docstring; its first line describes the script.
+    RETURNS (argparse.ArgumentParser): model, train, dev and --attr.
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("train")
+    parser.add_argument("dev")
+    parser.add_argument("--attr", default="tag_", help="tag_ or pos_")
+    return parser
 
 
 def unannotated_docs(nlp: Language, corpus_path: str) -> List[Doc]:
@@ -322,3 +355,13 @@ def report(result: dict, output: Optional[Path]) -> None:
     """
     print(json.dumps(result))
     write_json(result, output)
+
+
+def print_and_write(record: dict, output: Optional[Path]) -> None:
+    """Print a script's result as indented JSON and write it to output (its
+    folder made), if given."""
+    text = json.dumps(record, indent=2)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text + "\n")
+    print(text)

@@ -5,10 +5,10 @@
     python -m benchmarks.transformer_compare ner CRF SPACY corpus/uner-dev.spacy --and beam=BEAM_MODEL ...
 
 TASK is what both pipelines write:
-  tagger  token.tag_: accuracy and McNemar's test (scripts.paired_test);
+  tagger  token.tag_: accuracy and McNemar's test (benchmarks.paired_test);
   morph   token.pos_ and token.morph: accuracy of each, McNemar's test of each;
   ner     doc.ents: P, R, F and a paired bootstrap of F1 over the dev docs
-          (scripts.paired_bootstrap) against each spaCy pipeline.
+          (benchmarks.paired_bootstrap) against each spaCy pipeline.
 Both read the dev set's own tokens (gold tokenisation): the tagger and the
 morphologizer a sentence per doc, as `spacy evaluate --gold-preproc` and their
 training; the entity recognizers the corpus' docs, as their training.
@@ -16,7 +16,7 @@ training; the entity recognizers the corpus' docs, as their training.
 Speed: nlp.pipe words/s of every pipeline on the first --speed-words words of
 those docs, in turn, one pass per pipeline and round after one warm-up round,
 the median of --repeats rounds, with --threads torch threads; the ratio to
-spaCy's first pipeline. Train time: the train_time.json (scripts.timed) beside
+spaCy's first pipeline. Train time: the train_time.json (benchmarks.timed) beside
 each pipeline's folder, when there is one.
 """
 import argparse
@@ -30,15 +30,14 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from scripts.common import gold_sentences
-from scripts.paired_bootstrap import (
+from benchmarks.paired_bootstrap import (
     entity_counts,
     paired_bootstrap,
     precision_recall_f1,
 )
-from scripts.paired_test import compare
+from benchmarks.paired_test import compare
 
-from .common import bare, pipe_rates_in_turn, write_json
+from .common import bare, gold_sentences, pipe_rates_in_turn, write_json
 
 TASKS = {"tagger": ["tag_"], "morph": ["pos_", "morph"], "ner": []}
 
@@ -56,7 +55,7 @@ def predict(nlp: Language, gold: List[Doc], batch_size: int = 64) -> List[Doc]:
 
 
 def train_time(model: str) -> Optional[Dict]:
-    """The scripts.timed record of the training that wrote model, if any."""
+    """The benchmarks.timed record of the training that wrote model, if any."""
     path = Path(model).parent / "train_time.json"
     return json.loads(path.read_text()) if path.exists() else None
 

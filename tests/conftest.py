@@ -13,7 +13,7 @@ from thinc.api import fix_random_seed, get_current_ops, set_current_ops  # noqa:
 
 torch.set_num_threads(THREADS)
 
-# Without CUDA, tests/test_triton_crf.py runs the CRF kernels in Triton's
+# Without CUDA, tests/nn/test_triton_crf.py runs the CRF kernels in Triton's
 # interpreter, which Triton reads when it is first imported (importing
 # spacy-transformers imports it): so here, before any test module.
 if not torch.cuda.is_available():

@@ -29,7 +29,7 @@ TEXTS = [
     "",
 ]
 
-# entities for the crf_ner pipeline (as tests/test_entities.py's)
+# entities for the crf_ner pipeline (as tests/components/test_ner.py's)
 NER_DATA = [
     ("Anna lives in New York City", [(0, 4, "PER"), (14, 27, "LOC")]),
     ("New York loves Anna Smith", [(0, 8, "LOC"), (15, 25, "PER")]),
@@ -176,7 +176,7 @@ def run_command_line(args: List[object], capsys, monkeypatch) -> Tuple[object, s
     its own (the package's __main__ module as "__main__", sys.argv set), but
     without starting Python and importing spaCy and torch again, which costs
     10-30 s a command on a busy 2-core machine. (Real processes run the
-    command in tests/test_corpus_faults.py and tests/test_corpus_ray.py.)
+    command in tests/corpus/test_faults.py and tests/corpus/test_ray_engine.py.)
 
     capsys, monkeypatch: the test's pytest fixtures.
     RETURNS (Tuple[object, str, str]): the exit status (sys.exit's argument),

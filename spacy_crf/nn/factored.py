@@ -22,7 +22,7 @@ then reduces the K previous labels within each class (a log-sum or a max
 over the labels of the class), moves between the C classes, and spreads the
 result back to the K labels: log Z and its gradient, the forward and backward
 scores, marginals and Viterbi in O(K + C * C) a token, n-best in O(K * C * k),
-all equal to crf.py's on the same scores (tests/test_factored.py, and brute
+all equal to crf.py's on the same scores (tests/nn/test_factored.py, and brute
 force).
 
 `classes` must only be given for a matrix of this form: hard constraints

@@ -21,7 +21,7 @@ direction, so here:
   more than the products).
 
 The outputs equal `nn.LSTM`'s over the packed rows up to float rounding,
-gradients included (tests/test_bucketed_lstm.py).
+gradients included (tests/nn/test_bucketed_lstm.py).
 """
 from typing import List, Optional, Tuple
 

@@ -19,7 +19,7 @@ bytes around that position: the tables' gradient is built by scatter-adds,
 then the gradients of E and W are small products with it.
 
 The sums are the same terms in another order, so vectors and gradients equal
-Thinc's to float rounding (tests/test_char_cnn.py). The compiled code is
+Thinc's to float rounding (tests/ml/test_char_cnn.py). The compiled code is
 cached on disk (`cache=True`), as numba_viterbi.py's is.
 """
 from typing import Callable, NamedTuple, Tuple

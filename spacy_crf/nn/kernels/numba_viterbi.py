@@ -19,7 +19,7 @@ loop, every step in one or two passes over K:
 
 Both compute the torch code's sums in its order and choose as its argmax does
 (the first maximal label), so paths and scores are the same bit for bit, ties
-included, in float32 or float64 (tests/test_numba_viterbi.py against crf.py,
+included, in float32 or float64 (tests/nn/test_numba_viterbi.py against crf.py,
 factored.py and brute force). Non-finite scores give labels in range (NaN is
 never chosen; torch's code may choose it). This module imports Numba:
 dispatch.py imports it only where Numba is installed and can cache. One

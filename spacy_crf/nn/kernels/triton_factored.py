@@ -29,7 +29,7 @@ store the alphas, the betas and, per step, each class's log-sum (the C-wide
 quantities the transition counts need), so the gradient and the marginals are
 a few batched torch operations with no time loop (`_gradients`). Under
 Triton's interpreter (TRITON_INTERPRET=1 before Triton is imported) they run
-on CPU tensors, which is how CI tests them (tests/test_triton_factored.py).
+on CPU tensors, which is how CI tests them (tests/nn/test_triton_factored.py).
 """
 from typing import NamedTuple, Tuple
 
