@@ -199,6 +199,20 @@ MOVED_TARGETS = {
 DEPRECATED_SETTINGS = ("store_entity_probs", "ents_threshold", "candidates_key", "candidates_threshold", "incorrect_spans_key")
 
 
+def sets_entity_settings(deprecated: Dict[str, Any]) -> bool:
+    """Whether any of 0.x's entity settings has other than its default
+    (candidates_threshold matters only with candidates_key)."""
+    return bool(deprecated.get("store_entity_probs") or deprecated.get("ents_threshold")) or any(
+        deprecated.get(key) is not None for key in ("candidates_key", "incorrect_spans_key")
+    )
+
+
+def is_0x(target: str, constraints: str, deprecated: Dict[str, Any]) -> bool:
+    """Whether crf_tagger's settings are 0.x's: a target that moved, constraints
+    "auto", or an entity setting (`deprecated`: DEPRECATED_SETTINGS' values)."""
+    return target not in TOKEN_TARGETS or constraints == "auto" or sets_entity_settings(deprecated)
+
+
 def crf_tagger_0x(
     nlp: Any,
     name: str,
@@ -225,7 +239,10 @@ def crf_tagger_0x(
     from .errors import Errors, Warnings
     from .scorers import morphologizer_score, ner_score, tagger_score
 
-    entity_settings = store_entity_probs or ents_threshold or candidates_key is not None or incorrect_spans_key is not None
+    entity_settings = sets_entity_settings(dict(
+        store_entity_probs=store_entity_probs, ents_threshold=ents_threshold,
+        candidates_key=candidates_key, incorrect_spans_key=incorrect_spans_key,
+    ))
     if target == "ents":
         warnings.warn(Warnings.W003.format(name=name, target=target, factory="crf_ner"), stacklevel=3)
         return CRFEntityRecognizer(

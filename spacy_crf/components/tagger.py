@@ -56,15 +56,14 @@ def make_crf_tagger(
     now, with a warning (`spacy_crf.legacy.crf_tagger_0x`).
     """
     settings = factory_settings(TAGGER, locals())
-    moved = target not in TOKEN_TARGETS or constraints == "auto"
-    if moved or store_entity_probs or ents_threshold or candidates_key is not None or incorrect_spans_key is not None:
-        from ..legacy import crf_tagger_0x
+    from ..legacy import crf_tagger_0x, is_0x  # legacy imports the components
 
-        return crf_tagger_0x(
-            nlp, name, model, scorer=scorer, store_entity_probs=store_entity_probs, ents_threshold=ents_threshold,
-            candidates_key=candidates_key, candidates_threshold=candidates_threshold,
-            incorrect_spans_key=incorrect_spans_key, **settings,
-        )
+    deprecated = dict(
+        store_entity_probs=store_entity_probs, ents_threshold=ents_threshold, candidates_key=candidates_key,
+        candidates_threshold=candidates_threshold, incorrect_spans_key=incorrect_spans_key,
+    )
+    if is_0x(target, constraints, deprecated):
+        return crf_tagger_0x(nlp, name, model, scorer=scorer, **deprecated, **settings)
     return CRFTagger(nlp.vocab, model, name, scorer=scorer, **settings)
 
 

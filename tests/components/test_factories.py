@@ -58,12 +58,12 @@ READ = {
 }
 OWN = {
     "crf_tagger": {"model", "target", "overwrite", "constraints", "window", "by_sentence", "batch_words",
-                   "store_confidence", "threads", "quantize", "scorer"},
+                   "store_confidence", "threads", "quantize", "learn_new_labels", "scorer"},
     "crf_morphologizer": {"model", "target", "overwrite", "extend", "label_smoothing", "window", "by_sentence", "batch_words",
-                          "store_confidence", "threads", "quantize", "scorer"},
+                          "store_confidence", "threads", "quantize", "learn_new_labels", "scorer"},
     "crf_ner": {"model", "scheme", "incorrect_spans_key", "store_entity_probs", "threshold", "candidates_key",
                 "candidates_threshold", "overwrite", "window", "by_sentence", "batch_words", "store_confidence",
-                "threads", "quantize", "scorer"},
+                "threads", "quantize", "learn_new_labels", "scorer"},
 }
 ASSIGNS = {
     "crf_tagger": ["token.tag", "token.pos"],

@@ -33,6 +33,7 @@ import numpy
 import pytest
 import spacy
 import torch
+from spacy.training import Example
 
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
 from spacy_crf.ml import torch_network
@@ -330,11 +331,27 @@ def assert_byte_gradient_in_used_cells(component, arrays):
             assert not numpy.abs(grad[~used]).any()
 
 
+def as_saved(example):
+    """The example as the releases' loss read it: a token annotated with only
+    a UPOS or only features ("eggs" of the third sentence: features, no UPOS)
+    was unknown, where crf_morphologizer now sums over the bundles that agree
+    with the known half; without that half too, the token is unknown under
+    both rules, and the loss and gradients are the saved ones."""
+    reference = example.reference.copy()
+    for token in reference:
+        if bool(token.pos) != token.has_morph():
+            token.pos = 0
+            token.set_morph(None)
+    return Example(example.predicted, reference)
+
+
 def test_released_pipeline_loss_and_gradients(released):
     name, target, _, nlp, expected, arrays = released
     tagger = nlp.get_pipe(name)
     losses = {}
     train = examples(nlp, target, "0.3.0")
+    if target == "pos+morph":
+        train = [as_saved(eg) for eg in train]
     tolerance = loss_tolerance(tagger, [eg.predicted for eg in train])
     tagger.update(train, sgd=None, losses=losses)
     assert losses[name] == pytest.approx(expected["loss"], abs=tolerance)
