@@ -102,15 +102,18 @@ def table(folder: Path = RUNS) -> Optional[str]:
             lines.append(f"| {kind}, {data} | {name} | {', '.join(map(str, seeds))} | {converged} of {len(seeds)} | "
                          f"{steps} | {_percent(statistics.mean(values))}{spread} |")
         both = sorted(set(runs.get((task, "crf"), {})) & set(runs.get((task, "spacy"), {})))
-        result = pooled_bootstrap([runs[(task, "crf")][s] for s in both], [runs[(task, "spacy")][s] for s in both])
+        counted = [s for s in both if all("per_doc" in runs[(task, h)][s]["score"] for h in HEADS)]
+        result = pooled_bootstrap([runs[(task, "crf")][s] for s in counted], [runs[(task, "spacy")][s] for s in counted])
+        lacking = [s for s in both if s not in counted]
         if result is not None:
             tests.append(
-                f"- {kind}: CRF minus spaCy, seeds {', '.join(map(str, both))} pooled over the {result['docs']} "
-                f"held-out docs: {100 * result['difference']:+.2f} (95% interval {100 * result['low']:+.2f} to "
-                f"{100 * result['high']:+.2f}, p = {result['p']:.3g}, {result['draws']:,} draws)"
+                f"- {kind}: CRF minus spaCy, seed{'s' if len(counted) > 1 else ''} {', '.join(map(str, counted))} "
+                f"pooled over the {result['docs']} held-out docs: {100 * result['difference']:+.2f} (95% interval "
+                f"{100 * result['low']:+.2f} to {100 * result['high']:+.2f}, p = {result['p']:.3g}, "
+                f"{result['draws']:,} draws)"
             )
-        elif both:
-            tests.append(f"- {kind}: no paired bootstrap yet: the records of seeds {both} lack per-doc counts "
+        if lacking:
+            tests.append(f"- {kind}: seeds {lacking} are not in the paired bootstrap: a record lacks per-doc counts "
                          "(`python -m benchmarks.converged ... --rescore` on the trained pipelines adds them)")
     return "\n".join(lines + ([""] + tests if tests else []))
 

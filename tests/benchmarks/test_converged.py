@@ -58,3 +58,16 @@ def test_table_lists_each_head_with_its_seeds_and_the_pooled_test(tmp_path):
     assert "| crf_ner | 0, 1 | 2 of 2 |" in rendered and "| spaCy ner | 0, 1 | 2 of 2 |" in rendered
     assert "seeds 0, 1 pooled over the 3 held-out docs" in rendered
     assert table(tmp_path / "none") is None
+
+
+def test_table_pools_only_the_seeds_with_per_doc_counts(tmp_path):
+    counts = [[3, 1, 1], [2, 0, 2], [4, 2, 0]]
+    for name in ("ner10_crf_s0", "ner10_spacy_s0"):
+        without = record(counts, 0)
+        del without["score"]["per_doc"]
+        (tmp_path / f"{name}.json").write_text(json.dumps(without))
+    for name in ("ner10_crf_s2", "ner10_spacy_s2"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(record(counts, 2)))
+    rendered = table(tmp_path)
+    assert "seed 2 pooled over the 3 held-out docs" in rendered
+    assert "seeds [0] are not in the paired bootstrap" in rendered
