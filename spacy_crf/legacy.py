@@ -218,6 +218,7 @@ def crf_tagger_0x(
     name: str,
     model: Model[List[Doc], CRFBatch],
     *,
+    tagger_class: Callable[..., Any],
     target: str,
     constraints: str,
     scorer: Optional[Callable],
@@ -232,10 +233,11 @@ def crf_tagger_0x(
     CRFEntityRecognizer ("ents"; constraints "auto" and "none" are BILUO) or
     a CRFMorphologizer, else a CRFTagger (constraints "auto" is "none").
     crf_tagger's own scorer, which scores tags, becomes the new component's;
-    another scorer is kept. `common`: the settings all three share."""
+    another scorer is kept. `tagger_class`: CRFTagger (passed in, so that
+    this module needs nothing of tagger.py); `common`: the settings all
+    three share."""
     from .components.morphologizer import CRFMorphologizer
     from .components.ner import CRFEntityRecognizer
-    from .components.tagger import CRFTagger
     from .errors import Errors, Warnings
     from .scorers import morphologizer_score, ner_score, tagger_score
 
@@ -262,4 +264,4 @@ def crf_tagger_0x(
             **common,
         )
     constraints = "none" if constraints == "auto" else constraints  # 0.x's default: no scheme for tags
-    return CRFTagger(nlp.vocab, model, name, target=target, constraints=constraints, scorer=scorer, **common)
+    return tagger_class(nlp.vocab, model, name, target=target, constraints=constraints, scorer=scorer, **common)

@@ -5,6 +5,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Model
 
+from ..legacy import crf_tagger_0x, is_0x
 from ..ml import CRFBatch
 from ..scorers import tagger_score
 from ..targets import TOKEN_TARGETS
@@ -56,14 +57,12 @@ def make_crf_tagger(
     now, with a warning (`spacy_crf.legacy.crf_tagger_0x`).
     """
     settings = factory_settings(TAGGER, locals())
-    from ..legacy import crf_tagger_0x, is_0x  # legacy imports the components
-
     deprecated = dict(
         store_entity_probs=store_entity_probs, ents_threshold=ents_threshold, candidates_key=candidates_key,
         candidates_threshold=candidates_threshold, incorrect_spans_key=incorrect_spans_key,
     )
     if is_0x(target, constraints, deprecated):
-        return crf_tagger_0x(nlp, name, model, scorer=scorer, **deprecated, **settings)
+        return crf_tagger_0x(nlp, name, model, tagger_class=CRFTagger, scorer=scorer, **deprecated, **settings)
     return CRFTagger(nlp.vocab, model, name, scorer=scorer, **settings)
 
 
