@@ -9,6 +9,7 @@ tokens, the accuracy and the error count for words never seen in the training
 data, seen once, 2-9 times and 10 or more times, and the most frequent
 (gold, predicted) confusions.
 """
+
 import collections
 import json
 

@@ -20,6 +20,7 @@ pipeline in a fresh process per value and records how far one pass over the
 docs raises the process' peak resident memory (VmHWM, reset after loading)
 above what it held once loaded.
 """
+
 import argparse
 import multiprocessing
 import statistics
@@ -47,8 +48,9 @@ def sentence_docs(nlp, corpus_path: str) -> list:
 
 
 def labels(nlp, docs, batch_size: int) -> List[str]:
-    return [f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe((d.copy() for d in docs), batch_size=batch_size)
-            for t in doc]
+    return [
+        f"{t.tag_}|{t.pos_}|{t.morph}" for doc in nlp.pipe((d.copy() for d in docs), batch_size=batch_size) for t in doc
+    ]
 
 
 def _status_mb(field: str) -> float:
@@ -76,8 +78,9 @@ def memory_rows(args) -> Dict[int, Dict[str, float]]:
     rows = {}
     for value in args.batch_words:
         queue = context.Queue()
-        process = context.Process(target=peak_memory, args=(args.crf_model, args.corpus, value,
-                                                            args.batch_size, args.threads, queue))
+        process = context.Process(
+            target=peak_memory, args=(args.crf_model, args.corpus, value, args.batch_size, args.threads, queue)
+        )
         process.start()
         loaded, after = queue.get()
         process.join()
@@ -120,28 +123,33 @@ def main() -> None:
         predicted = labels(crf, docs, args.batch_size)
         reference = reference or predicted
         ratios = [c / t for c, t in zip(rates[str(value)], rates["spaCy tagger"])]
-        rows.append({
-            "batch_words": value,
-            "words_per_second": round(statistics.median(rates[str(value)])),
-            "ratio_to_tagger_median": round(statistics.median(ratios), 3),
-            "ratio_to_tagger_range": [round(min(ratios), 3), round(max(ratios), 3)],
-            "tokens_labelled_differently": sum(a != b for a, b in zip(predicted, reference)) / len(reference),
-        })
+        rows.append(
+            {
+                "batch_words": value,
+                "words_per_second": round(statistics.median(rates[str(value)])),
+                "ratio_to_tagger_median": round(statistics.median(ratios), 3),
+                "ratio_to_tagger_range": [round(min(ratios), 3), round(max(ratios), 3)],
+                "tokens_labelled_differently": sum(a != b for a, b in zip(predicted, reference)) / len(reference),
+            }
+        )
     if args.memory:
         for row, (_value, memory) in zip(rows, memory_rows(args).items()):
             row.update(memory)
-    report({
-        "crf_model": args.crf_model,
-        "baseline_model": args.baseline_model,
-        "docs": len(docs),
-        "words": sum(len(doc) for doc in docs),
-        "batch_size": args.batch_size,
-        "threads": args.threads,
-        "repeats": args.repeats,
-        "tagger_words_per_second": round(statistics.median(rates["spaCy tagger"])),
-        "rows": rows,
-        "environment": environment(),
-    }, args.output)
+    report(
+        {
+            "crf_model": args.crf_model,
+            "baseline_model": args.baseline_model,
+            "docs": len(docs),
+            "words": sum(len(doc) for doc in docs),
+            "batch_size": args.batch_size,
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "tagger_words_per_second": round(statistics.median(rates["spaCy tagger"])),
+            "rows": rows,
+            "environment": environment(),
+        },
+        args.output,
+    )
 
 
 if __name__ == "__main__":

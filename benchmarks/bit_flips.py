@@ -8,6 +8,7 @@ file is flipped (--flips bits at random, and every bit of the last 64 bytes,
 where the network's sizes sit) and the component loads the file. Prints the
 count of flips and of refused loads, by error code.
 """
+
 import argparse
 import random
 import shutil
@@ -50,8 +51,10 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument("--work", type=Path, default=Path("metrics/bit_flips"))
     args = parser.parse_args(argv)
     result = flip_and_load(args.pipeline, args.work, args.flips)
-    print(f"model file {result['bytes']:,} bytes: {result['refused']:,} of {result['flips']:,} single-bit flips "
-          f"refused at load {result['codes']}")
+    print(
+        f"model file {result['bytes']:,} bytes: {result['refused']:,} of {result['flips']:,} single-bit flips "
+        f"refused at load {result['codes']}"
+    )
 
 
 if __name__ == "__main__":

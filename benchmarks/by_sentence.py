@@ -11,6 +11,7 @@ settings load the same model; they are timed in turn (batch 256, one untimed
 round first), and the result gives each one's median words/s and the ratio
 true / false.
 """
+
 import argparse
 import statistics
 from pathlib import Path
@@ -43,20 +44,23 @@ def main(argv=None) -> None:
         docs = unannotated_docs(nlp, args.corpus)
     rates = pipe_rates_in_turn(pipelines, docs, args.repeats)
     medians = {name: statistics.median(values) for name, values in rates.items()}
-    report({
-        "model": args.model,
-        "corpus": args.corpus,
-        "docs": "sentences" if args.sentences else "as in the corpus",
-        "n_docs": len(docs),
-        "n_words": sum(len(doc) for doc in docs),
-        "threads": args.threads,
-        "repeats": args.repeats,
-        "settings": {name: nlp.get_pipe("crf_tagger").cfg["by_sentence"] for name, nlp in pipelines.items()},
-        "words_per_second": {name: round(value) for name, value in medians.items()},
-        "rates": {name: [round(v) for v in values] for name, values in rates.items()},
-        "ratio_true_over_false": round(medians["true"] / medians["false"], 3),
-        "environment": environment(),
-    }, args.output)
+    report(
+        {
+            "model": args.model,
+            "corpus": args.corpus,
+            "docs": "sentences" if args.sentences else "as in the corpus",
+            "n_docs": len(docs),
+            "n_words": sum(len(doc) for doc in docs),
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "settings": {name: nlp.get_pipe("crf_tagger").cfg["by_sentence"] for name, nlp in pipelines.items()},
+            "words_per_second": {name: round(value) for name, value in medians.items()},
+            "rates": {name: [round(v) for v in values] for name, values in rates.items()},
+            "ratio_true_over_false": round(medians["true"] / medians["false"], 3),
+            "environment": environment(),
+        },
+        args.output,
+    )
 
 
 if __name__ == "__main__":

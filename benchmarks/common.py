@@ -1,4 +1,5 @@
 """What the benchmarks share: timers, the corpora they time and score on, random CRF batches, the arguments and the output."""
+
 import argparse
 import contextlib
 import json
@@ -57,20 +58,33 @@ def use_allocator(mode: str) -> str:
             mallopt = ctypes.CDLL("libc.so.6").mallopt
         except (OSError, AttributeError):
             mallopt = None
-        applied = [bool(mallopt(option, ctypes.c_int(value))) for option, value in
-                   ((M_TRIM_THRESHOLD, 2**31 - 1), (M_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD))] if mallopt else []
+        applied = (
+            [
+                bool(mallopt(option, ctypes.c_int(value)))
+                for option, value in ((M_TRIM_THRESHOLD, 2**31 - 1), (M_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD))
+            ]
+            if mallopt
+            else []
+        )
         if applied == [True, True]:
             _allocator = "steady"
         else:
-            print(f"warning: --allocator steady not applied (mallopt: {applied or 'no glibc'}); "
-                  "timing with malloc as it comes", file=sys.stderr)
+            print(
+                f"warning: --allocator steady not applied (mallopt: {applied or 'no glibc'}); "
+                "timing with malloc as it comes",
+                file=sys.stderr,
+            )
     return _allocator
 
 
 def add_allocator_argument(parser) -> None:
     """--allocator default|steady (see `use_allocator`) on an argparse parser."""
-    parser.add_argument("--allocator", choices=ALLOCATORS, default="default",
-                        help="glibc malloc as it comes, or steady: freed memory kept in the process")
+    parser.add_argument(
+        "--allocator",
+        choices=ALLOCATORS,
+        default="default",
+        help="glibc malloc as it comes, or steady: freed memory kept in the process",
+    )
 
 
 def median_ms(fn: Callable[[], object], repeats: int, device: str = "cpu") -> float:
@@ -212,7 +226,9 @@ def parse_spec(spec: str, target: str = "PATH") -> Tuple[str, str, List[str]]:
     return name, value, args
 
 
-def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size: int) -> Tuple[float, List[float], int]:
+def words_per_second(
+    nlp: Language, docs: List[Doc], *, repeats: int, batch_size: int
+) -> Tuple[float, List[float], int]:
     """nlp.pipe words/s on copies of docs, after a warm-up on 50 of them.
 
     nlp (Language): the pipeline.
@@ -234,8 +250,9 @@ def words_per_second(nlp: Language, docs: List[Doc], *, repeats: int, batch_size
     return statistics.median(rates), rates, n_words
 
 
-def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float], *,
-            warmup: int = 0) -> Dict[str, List[float]]:
+def in_turn(
+    names: Iterable[str], repeats: int, measure: Callable[[str], float], *, warmup: int = 0
+) -> Dict[str, List[float]]:
     """measure(name) of every name in turn, `repeats` rounds, so that a slow
     spell of the machine hits every name alike; first `warmup` untimed rounds
     (the process' heap grows to what every pipeline needs).
@@ -256,11 +273,14 @@ def in_turn(names: Iterable[str], repeats: int, measure: Callable[[str], float],
 def pipe_rates_in_turn(pipelines: Dict[str, Language], docs: List[Doc], repeats: int) -> Dict[str, List[float]]:
     """`nlp.pipe` words/s (batch 256) of each pipeline on the docs, in turn
     (`in_turn`), one timed pass per pipeline and round, after one untimed round."""
-    return in_turn(pipelines, repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0],
-                   warmup=1)
+    return in_turn(
+        pipelines, repeats, lambda name: words_per_second(pipelines[name], docs, repeats=1, batch_size=256)[0], warmup=1
+    )
 
 
-def make_batch(B: int, T: int, K: int, device: str = "cpu", seed: int = 0) -> Tuple[CRFScores, torch.Tensor, torch.Tensor]:
+def make_batch(
+    B: int, T: int, K: int, device: str = "cpu", seed: int = 0
+) -> Tuple[CRFScores, torch.Tensor, torch.Tensor]:
     """Random CRF scores and gold tags, the first sequence T long and the
     others 1 to T; the same for a seed on every device.
 

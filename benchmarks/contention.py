@@ -20,6 +20,7 @@ Inference: nlp.pipe of --pipe-sentences dev sentences, batch 256 (words/s).
 Prints a Markdown table with each figure and its ratio to the quiet one, and
 writes everything as JSON to --output.
 """
+
 import argparse
 import contextlib
 import itertools
@@ -138,10 +139,17 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     dev = sentences(blank, args.dev, args.pipe_sentences)
     pool = torch_default_threads()
     systems = [
-        System("crf_tagger (threads = 0, auto)", "crf_tagger", {}, train,
-               batch_size=args.batch_size, warmup=args.warmup),
-        System(f"crf_tagger (threads = {pool}, torch's pool)", "crf_tagger", {"threads": pool}, train,
-               batch_size=args.batch_size, warmup=args.warmup),
+        System(
+            "crf_tagger (threads = 0, auto)", "crf_tagger", {}, train, batch_size=args.batch_size, warmup=args.warmup
+        ),
+        System(
+            f"crf_tagger (threads = {pool}, torch's pool)",
+            "crf_tagger",
+            {"threads": pool},
+            train,
+            batch_size=args.batch_size,
+            warmup=args.warmup,
+        ),
         System("spaCy tagger", "tagger", {}, train, batch_size=args.batch_size, warmup=args.warmup),
     ]
     runs: Dict[str, Dict[str, Dict[str, List[float]]]] = {

@@ -28,6 +28,7 @@ the score on DEV_SCORE, every evaluation (step and score), wall and CPU
 seconds. The trained pipelines stay in OUTPUT (not
 committed); run.json is what the tables read.
 """
+
 import argparse
 import json
 import os
@@ -50,7 +51,7 @@ PROTOCOL = {
 
 
 def stopped_by(last_step: int, best_step: int, *, patience: int, max_steps: int) -> str:
-    """"cap" when the run reached max_steps before patience ran out, else "patience"."""
+    """ "cap" when the run reached max_steps before patience ran out, else "patience"."""
     if last_step >= max_steps and last_step - best_step < patience:
         return "cap"
     return "patience"
@@ -109,7 +110,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the CPU's cores)")
     parser.add_argument("--protocol", type=json.loads, default={}, help="JSON overrides of PROTOCOL (smoke tests only)")
-    parser.add_argument("--rescore", action="store_true", help="no training: score OUTPUT's model-best on DEV_SCORE again")
+    parser.add_argument(
+        "--rescore", action="store_true", help="no training: score OUTPUT's model-best on DEV_SCORE again"
+    )
     args = parser.parse_args(argv)
     if args.rescore:
         record = json.loads((args.output / "run.json").read_text())
@@ -122,15 +125,36 @@ def main(argv: Optional[List[str]] = None) -> int:
     log = args.output / "log.jsonl"
     log.unlink(missing_ok=True)
     command = [
-        sys.executable, "-m", "scripts.train", str(args.config), "--output", str(args.output),
-        "--max-steps", str(p["max_steps"]),
-        "--paths.train", str(args.train), "--paths.dev", str(args.dev_select), "--paths.transformer", args.encoder,
-        "--system.seed", str(args.seed),
-        "--training.patience", str(p["patience"]), "--training.eval_frequency", str(p["eval_frequency"]),
-        "--training.optimizer.learn_rate.initial_rate", str(p["learn_rate"]),
-        "--training.optimizer.learn_rate.warmup_steps", str(p["warmup_steps"]),
-        "--training.logger.@loggers", "spacy.ConsoleLogger.v3", "--training.logger.progress_bar", "null",
-        "--training.logger.output_file", str(log),
+        sys.executable,
+        "-m",
+        "scripts.train",
+        str(args.config),
+        "--output",
+        str(args.output),
+        "--max-steps",
+        str(p["max_steps"]),
+        "--paths.train",
+        str(args.train),
+        "--paths.dev",
+        str(args.dev_select),
+        "--paths.transformer",
+        args.encoder,
+        "--system.seed",
+        str(args.seed),
+        "--training.patience",
+        str(p["patience"]),
+        "--training.eval_frequency",
+        str(p["eval_frequency"]),
+        "--training.optimizer.learn_rate.initial_rate",
+        str(p["learn_rate"]),
+        "--training.optimizer.learn_rate.warmup_steps",
+        str(p["warmup_steps"]),
+        "--training.logger.@loggers",
+        "spacy.ConsoleLogger.v3",
+        "--training.logger.progress_bar",
+        "null",
+        "--training.logger.output_file",
+        str(log),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     start = time.perf_counter()

@@ -11,6 +11,7 @@ mean and range over the seeds. Where both heads have per-doc counts for the
 same seeds, a paired bootstrap over the held-out docs pools the seeds: each
 draw resamples the docs once and sums both heads' counts over every seed.
 """
+
 import argparse
 import json
 import statistics
@@ -68,9 +69,15 @@ def pooled_bootstrap(
     far_side = (differences <= 0).mean() if observed_a > observed_b else (differences >= 0).mean()
     low, high = numpy.percentile(differences, [2.5, 97.5])
     return {
-        "a": observed_a, "b": observed_b, "difference": observed_a - observed_b,
-        "low": float(low), "high": float(high), "p": float(min(1.0, max(2 * far_side, 1 / draws))), "draws": draws,
-        "docs": n_docs, "seeds": len(a),
+        "a": observed_a,
+        "b": observed_b,
+        "difference": observed_a - observed_b,
+        "low": float(low),
+        "high": float(high),
+        "p": float(min(1.0, max(2 * far_side, 1 / draws))),
+        "draws": draws,
+        "docs": n_docs,
+        "seeds": len(a),
     }
 
 
@@ -99,11 +106,15 @@ def table(folder: Path = RUNS) -> Optional[str]:
             steps = ", ".join(f"{records[s]['steps']} ({records[s]['best_step']})" for s in seeds)
             spread = f" ({_percent(min(values))}-{_percent(max(values))})" if len(values) > 1 else ""
             name = HEADS[head][0 if kind == "entities" else 1]
-            lines.append(f"| {kind}, {data} | {name} | {', '.join(map(str, seeds))} | {converged} of {len(seeds)} | "
-                         f"{steps} | {_percent(statistics.mean(values))}{spread} |")
+            lines.append(
+                f"| {kind}, {data} | {name} | {', '.join(map(str, seeds))} | {converged} of {len(seeds)} | "
+                f"{steps} | {_percent(statistics.mean(values))}{spread} |"
+            )
         both = sorted(set(runs.get((task, "crf"), {})) & set(runs.get((task, "spacy"), {})))
         counted = [s for s in both if all("per_doc" in runs[(task, h)][s]["score"] for h in HEADS)]
-        result = pooled_bootstrap([runs[(task, "crf")][s] for s in counted], [runs[(task, "spacy")][s] for s in counted])
+        result = pooled_bootstrap(
+            [runs[(task, "crf")][s] for s in counted], [runs[(task, "spacy")][s] for s in counted]
+        )
         lacking = [s for s in both if s not in counted]
         if result is not None:
             tests.append(
@@ -113,8 +124,10 @@ def table(folder: Path = RUNS) -> Optional[str]:
                 f"{result['draws']:,} draws)"
             )
         if lacking:
-            tests.append(f"- {kind}: seeds {lacking} are not in the paired bootstrap: a record lacks per-doc counts "
-                         "(`python -m benchmarks.converged ... --rescore` on the trained pipelines adds them)")
+            tests.append(
+                f"- {kind}: seeds {lacking} are not in the paired bootstrap: a record lacks per-doc counts "
+                "(`python -m benchmarks.converged ... --rescore` on the trained pipelines adds them)"
+            )
     return "\n".join(lines + ([""] + tests if tests else []))
 
 

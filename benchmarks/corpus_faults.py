@@ -24,6 +24,7 @@ the first. A last run of the killed job goes to the end; then every shard file a
 listed in the manifest or not, is read back and compared with the corpus.
 Prints one line of JSON per cycle, then the figures.
 """
+
 import argparse
 import json
 import os
@@ -80,8 +81,12 @@ def make_corpus(folder: Path, *, records: int, bad_share: float, seed: int) -> D
         elif kind == "non_utf8":
             lines.append(json.dumps({"id": record_id, "text": text + " caf\xe9"}, ensure_ascii=False).encode("latin-1"))
         else:
-            value: Any = {"good": text, "surrogate": text + " \ud800", "over_max_length": OVER_MAX_LENGTH,
-                          "wrong_type": [7, [text], None][i % 3]}.get(kind)
+            value: Any = {
+                "good": text,
+                "surrogate": text + " \ud800",
+                "over_max_length": OVER_MAX_LENGTH,
+                "wrong_type": [7, [text], None][i % 3],
+            }.get(kind)
             row = {"id": record_id, "body": text} if kind == "missing_text" else {"id": record_id, "text": value}
             lines.append(json.dumps(row).encode("ascii"))
         if kind == "good":
@@ -128,16 +133,35 @@ def alive(pids: List[int]) -> List[int]:
     return running
 
 
-def tag_command(model: Path, input: Path, output: Path, *, engine: str, workers: int, shard_size: int,
-                batch_size: int) -> List[str]:
+def tag_command(
+    model: Path, input: Path, output: Path, *, engine: str, workers: int, shard_size: int, batch_size: int
+) -> List[str]:
     """The command line of a job that tags `input` into `output` as JSON Lines."""
-    return [sys.executable, "-m", "spacy_crf", "tag", str(model), str(input), str(output), "--engine", engine,
-            "--workers", str(workers), "--output-format", "jsonl", "--shard-size", str(shard_size),
-            "--batch-size", str(batch_size), "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        "spacy_crf",
+        "tag",
+        str(model),
+        str(input),
+        str(output),
+        "--engine",
+        engine,
+        "--workers",
+        str(workers),
+        "--output-format",
+        "jsonl",
+        "--shard-size",
+        str(shard_size),
+        "--batch-size",
+        str(batch_size),
+        "--no-progress",
+    ]
 
 
-def run_killed(command: List[str], log: Path, *, output: Path, after: Optional[int], delay: float,
-               grace: float = 30.0) -> Dict[str, Any]:
+def run_killed(
+    command: List[str], log: Path, *, output: Path, after: Optional[int], delay: float, grace: float = 30.0
+) -> Dict[str, Any]:
     """Run a command in a process group of its own; once `after` shards of
     the output folder are done, wait `delay` seconds more and SIGKILL the
     group (unless the job ended first).
@@ -179,7 +203,8 @@ def check_output(output: Path, expected: Dict[str, Any]) -> Dict[str, int]:
     """
     tagged = Counter(
         json.loads(line)["id"]
-        for path in output.glob("*.jsonl") if path.name != "manifest.jsonl"
+        for path in output.glob("*.jsonl")
+        if path.name != "manifest.jsonl"
         for line in path.read_text(encoding="utf8").splitlines()
     )
     reported = Counter()
@@ -233,8 +258,20 @@ def run_with_change(command: List[str], log: Path, *, output: Path, path: Path, 
     return {"change": how, "returncode": process.returncode, "stopped_with_E122": "E122" in said}
 
 
-def run(model: Path, workdir: Path, *, records: int, bad_share: float, cycles: int, engine: str, workers: int,
-        shard_size: int, batch_size: int, seed: int, changes: bool = False) -> Dict[str, Any]:
+def run(
+    model: Path,
+    workdir: Path,
+    *,
+    records: int,
+    bad_share: float,
+    cycles: int,
+    engine: str,
+    workers: int,
+    shard_size: int,
+    batch_size: int,
+    seed: int,
+    changes: bool = False,
+) -> Dict[str, Any]:
     """Make the corpus, time the job, kill and rerun it `cycles` times, run it
     to the end, check the output.
 
@@ -246,8 +283,15 @@ def run(model: Path, workdir: Path, *, records: int, bad_share: float, cycles: i
     log = workdir / "tag.log"
 
     def command(output: str) -> List[str]:
-        return tag_command(model, workdir / "input", workdir / output, engine=engine, workers=workers,
-                           shard_size=shard_size, batch_size=batch_size)
+        return tag_command(
+            model,
+            workdir / "input",
+            workdir / output,
+            engine=engine,
+            workers=workers,
+            shard_size=shard_size,
+            batch_size=batch_size,
+        )
 
     startup, length = time_job(command("first-run"), workdir / "first-run", log)
     n_shards = _shards_done(workdir / "first-run")
@@ -259,29 +303,50 @@ def run(model: Path, workdir: Path, *, records: int, bad_share: float, cycles: i
         after = rng.randint(before, max(before, n_shards - 1))
         delay = rng.uniform(0.0, shard_seconds if after > before else startup + shard_seconds)
         result = run_killed(command("output"), log, output=output, after=after, delay=delay)
-        result.update(cycle=cycle + 1, shards_done_before=before, kill_after_shards=after,
-                      kill_delay_s=round(delay, 2), shards_done_after=_shards_done(output))
+        result.update(
+            cycle=cycle + 1,
+            shards_done_before=before,
+            kill_after_shards=after,
+            kill_delay_s=round(delay, 2),
+            shards_done_after=_shards_done(output),
+        )
         print(json.dumps(result), file=sys.stderr, flush=True)
         done.append(result)
     changed: Dict[str, Any] = {}
     if changes:
         # a job from scratch, into a folder of its own; the file changed is the
         # one tagged last (its shards are still to come when the first is done)
-        last = sorted((p for p in (workdir / "input").rglob("*") if p.is_file()), key=lambda p: str(p.relative_to(workdir / "input")))[-1]
+        last = sorted(
+            (p for p in (workdir / "input").rglob("*") if p.is_file()),
+            key=lambda p: str(p.relative_to(workdir / "input")),
+        )[-1]
         runs = []
         for how in ("grow", "shrink"):
             result = run_with_change(command("changed"), log, output=workdir / "changed", path=last, how=how)
             print(json.dumps(result), file=sys.stderr, flush=True)
             runs.append(result)
         end = run_killed(command("changed"), log, output=workdir / "changed", after=None, delay=0.0)
-        changed = {"file": str(last.relative_to(workdir / "input")), "runs": runs,
-                   "final_returncode": end["returncode"], **check_output(workdir / "changed", expected)}
+        changed = {
+            "file": str(last.relative_to(workdir / "input")),
+            "runs": runs,
+            "final_returncode": end["returncode"],
+            **check_output(workdir / "changed", expected),
+        }
     final = run_killed(command("output"), log, output=output, after=None, delay=0.0)
     return {
-        "records": records, "kinds": expected["kinds"], "engine": engine, "workers": workers,
-        "shard_size": shard_size, "batch_size": batch_size, "shards": n_shards,
-        "first_run_startup_s": round(startup, 1), "first_run_s": round(length, 1), "cycles": done, "changes": changed,
-        "final_returncode": final["returncode"], **check_output(output, expected),
+        "records": records,
+        "kinds": expected["kinds"],
+        "engine": engine,
+        "workers": workers,
+        "shard_size": shard_size,
+        "batch_size": batch_size,
+        "shards": n_shards,
+        "first_run_startup_s": round(startup, 1),
+        "first_run_s": round(length, 1),
+        "cycles": done,
+        "changes": changed,
+        "final_returncode": final["returncode"],
+        **check_output(output, expected),
     }
 
 
@@ -324,13 +389,28 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--changes", action="store_true", help="also change an input file's size during two runs")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the corpus and the outputs go, kept (default: a temporary folder)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where the corpus and the outputs go, kept (default: a temporary folder)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)
-        result = run(args.model, workdir, records=args.records, bad_share=args.bad_share, cycles=args.cycles,
-                     engine=args.engine, workers=args.workers, shard_size=args.shard_size,
-                     batch_size=args.batch_size, seed=args.seed, changes=args.changes)
+        result = run(
+            args.model,
+            workdir,
+            records=args.records,
+            bad_share=args.bad_share,
+            cycles=args.cycles,
+            engine=args.engine,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            batch_size=args.batch_size,
+            seed=args.seed,
+            changes=args.changes,
+        )
     print(json.dumps(result, indent=1))
 
 

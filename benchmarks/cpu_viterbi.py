@@ -17,6 +17,7 @@ For each pipeline and its dev corpus:
    (packed, the default), medians of the rounds, and the share of tokens
    labelled differently from "torch".
 """
+
 import argparse
 import contextlib
 import os
@@ -77,8 +78,10 @@ def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
     results = {code: dispatch.viterbi_decode(scores, kernels=code) for code in CODES}
     torch_paths, torch_best = results["torch"]
     numba_paths, numba_best = results["numba"]
-    decode_ms = {code: round(median_ms(lambda code=code: dispatch.viterbi_decode(scores, kernels=code), repeats), 2)
-                 for code in CODES}
+    decode_ms = {
+        code: round(median_ms(lambda code=code: dispatch.viterbi_decode(scores, kernels=code), repeats), 2)
+        for code in CODES
+    }
     if packed is not None:
         assert torch.equal(dispatch.viterbi_decode_packed(packed)[0], numba_paths)
         decode_ms["numba, packed"] = round(median_ms(lambda: dispatch.viterbi_decode_packed(packed), repeats), 2)
@@ -91,8 +94,12 @@ def measure(model: str, corpus: str, quantize: str, repeats: int) -> Dict:
 
     saved = os.environ.get("SPACY_CRF_KERNELS")
     try:
-        rates = in_turn(VARIANTS, repeats,
-                        lambda v: run(v, lambda: words_per_second(nlp, docs, repeats=1, batch_size=256)[0]), warmup=1)
+        rates = in_turn(
+            VARIANTS,
+            repeats,
+            lambda v: run(v, lambda: words_per_second(nlp, docs, repeats=1, batch_size=256)[0]),
+            warmup=1,
+        )
         outputs = {variant: run(variant, lambda: token_labels(nlp, docs)) for variant in VARIANTS}
     finally:
         if saved is None:
@@ -130,13 +137,16 @@ def main(argv: Optional[List[str]] = None) -> None:
         parser.error("give MODEL DEV.spacy in pairs")
     torch.set_num_threads(args.threads)
     use_allocator(args.allocator)
-    rows = [measure(model, corpus, args.quantize, args.repeats)
-            for model, corpus in zip(args.pairs[::2], args.pairs[1::2])]
+    rows = [
+        measure(model, corpus, args.quantize, args.repeats) for model, corpus in zip(args.pairs[::2], args.pairs[1::2])
+    ]
     result = {"threads": args.threads, "repeats": args.repeats, "rows": rows}
     for row in rows:
-        print(f"{row['model']} {tuple(row['shape'])} {row['transitions']}: decode ms {row['decode_ms']}; "
-              f"nlp.pipe {row['words_per_second']}; same paths {row['same_paths']}, "
-              f"differ {row['tokens_labelled_differently']:.4%}")
+        print(
+            f"{row['model']} {tuple(row['shape'])} {row['transitions']}: decode ms {row['decode_ms']}; "
+            f"nlp.pipe {row['words_per_second']}; same paths {row['same_paths']}, "
+            f"differ {row['tokens_labelled_differently']:.4%}"
+        )
     write_json(result, args.output)
 
 

@@ -9,6 +9,7 @@ BiLSTM forward (hidden 256 each way, input 128) over the same batch. It first
 checks that spacy-crf and pytorch-crf give the same paths and the same NLL.
 Needs the `benchmark` extra (pytorch-crf).
 """
+
 import argparse
 from pathlib import Path
 
@@ -44,7 +45,9 @@ def bench_shape(B, T, K, repeats):
     def ours_nll():
         emissions = scores.emissions.clone().requires_grad_(True)
         transitions = scores.transitions.clone().requires_grad_(True)
-        negative_log_likelihood(CRFScores(emissions, scores.mask, transitions, scores.start, scores.end), allowed).sum().backward()
+        negative_log_likelihood(
+            CRFScores(emissions, scores.mask, transitions, scores.start, scores.end), allowed
+        ).sum().backward()
 
     def theirs_nll():
         emissions = scores.emissions.clone().requires_grad_(True)
@@ -77,7 +80,7 @@ def bench_shape(B, T, K, repeats):
 
 
 def shape(text: str) -> tuple:
-    """"256x40x18" -> (256, 40, 18)."""
+    """ "256x40x18" -> (256, 40, 18)."""
     try:
         B, T, K = (int(n) for n in text.lower().split("x"))
     except ValueError:
@@ -90,13 +93,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--output", type=Path)
-    parser.add_argument("--shapes", nargs="+", type=shape, default=SHAPES, metavar="BxTxK",
-                        help="batch size x longest length x labels of each batch timed")
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        type=shape,
+        default=SHAPES,
+        metavar="BxTxK",
+        help="batch size x longest length x labels of each batch timed",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = [bench_shape(B, T, K, args.repeats) for B, T, K in args.shapes]
     print(f"torch {torch.__version__}, {args.threads} thread(s), median of {args.repeats} (ms)")
-    print("| (B, T, K) | same paths / NLL | Viterbi | pytorch-crf | speed-up | NLL fwd+bwd | pytorch-crf | speed-up | BiLSTM fwd | Viterbi / BiLSTM |")
+    print(
+        "| (B, T, K) | same paths / NLL | Viterbi | pytorch-crf | speed-up | NLL fwd+bwd | pytorch-crf | speed-up | BiLSTM fwd | Viterbi / BiLSTM |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(

@@ -15,6 +15,7 @@ Tags the dev sentences on their gold tokens (one sentence per doc, as
 For a single-target tagger (`target = "tag"` or `"pos"`) of a pipeline's
 "crf_tagger" component.
 """
+
 import collections
 import json
 from typing import Dict, Iterable, List, Sequence, Set
@@ -36,8 +37,12 @@ def tag_dictionary(docs: Iterable[Doc], attr: str) -> Dict[str, collections.Coun
 
 
 def restrict_to_dictionary(
-    words: List[str], viterbi: List[str], marginals: numpy.ndarray, labels: Sequence[str],
-    dictionary: Dict[str, collections.Counter], min_count: int,
+    words: List[str],
+    viterbi: List[str],
+    marginals: numpy.ndarray,
+    labels: Sequence[str],
+    dictionary: Dict[str, collections.Counter],
+    min_count: int,
 ) -> List[str]:
     """The Viterbi tags, with each tag a word seen min_count+ times never had
     replaced by its most probable (by marginals) tag among those it had."""

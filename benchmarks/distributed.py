@@ -20,6 +20,7 @@ wall time of a run; start-up is reported apart:
   of its first chunk to the end of its last, summed over workers); for
   nlp.pipe, words / (seconds - fixed_seconds).
 """
+
 import argparse
 import json
 import os
@@ -51,7 +52,11 @@ def write_texts(corpus: Path, path: Path) -> int:
 
 def summarize(seconds: List[float], steady: List[float], words: int) -> Dict[str, Any]:
     """Medians over repeats of a method's wall time (and steady words/s)."""
-    result: Dict[str, Any] = {"seconds": statistics.median(seconds), "runs": [round(x, 2) for x in seconds], "words": words}
+    result: Dict[str, Any] = {
+        "seconds": statistics.median(seconds),
+        "runs": [round(x, 2) for x in seconds],
+        "words": words,
+    }
     if steady:
         result["steady_words_per_second"] = round(statistics.median(steady))
         result["steady_runs"] = [round(r) for r in steady]
@@ -84,8 +89,16 @@ def main() -> None:
     def engine(name: str, workers: int, source: Path) -> Callable[[], Tuple[int, Optional[float]]]:
         def run() -> Tuple[int, Optional[float]]:
             out = tmp / f"out-{name}-{workers}-{next(counter)}"
-            summary = tag_corpus(args.model, source, out, engine=name, workers=workers, batch_size=args.batch_size,
-                                 output_format="jsonl", progress=False)
+            summary = tag_corpus(
+                args.model,
+                source,
+                out,
+                engine=name,
+                workers=workers,
+                batch_size=args.batch_size,
+                output_format="jsonl",
+                progress=False,
+            )
             return summary.words, summary.steady_words_per_second
 
         return run
@@ -125,8 +138,10 @@ def main() -> None:
         ray.shutdown()
     results: Dict[str, Dict[str, Any]] = {}
     for label in methods:
-        results[label] = {**summarize(seconds[label], steady[label], words[label]),
-                          "fixed_seconds": statistics.median(fixed[label])}
+        results[label] = {
+            **summarize(seconds[label], steady[label], words[label]),
+            "fixed_seconds": statistics.median(fixed[label]),
+        }
 
     for row in results.values():
         row["words_per_second"] = round(row["words"] / row["seconds"])

@@ -11,6 +11,7 @@ outputs are not there is left as it is, so the command can run anywhere
 without wiping what was measured elsewhere. Every table opens with the hardware
 and versions its outputs recorded. --check exits 1 if a file would change.
 """
+
 import argparse
 import functools
 import io
@@ -31,16 +32,18 @@ from .quantize import table as quantize_table
 PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologizer.md", "docs/ner.md"]
 
 
-
 def environment_line(*records: dict) -> str:
-    """"Measured on ..." from the first record that has an environment."""
+    """ "Measured on ..." from the first record that has an environment."""
     env = next((r["environment"] for r in records if r and r.get("environment")), None)
     if env is None:
         return "Measured on: not recorded."
     flags = f"; {', '.join(env['cpu_flags'])}" if env.get("cpu_flags") else ""
     device = env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs{flags})"
-    steady = (" malloc: steady (freed memory kept in the process, `--allocator steady`)."
-              if env.get("allocator") == "steady" else "")
+    steady = (
+        " malloc: steady (freed memory kept in the process, `--allocator steady`)."
+        if env.get("allocator") == "steady"
+        else ""
+    )
     return (
         f"Measured on: {device}; Python {env['python']}, torch {env['torch']}, "
         f"spaCy {env['spacy']}, spacy-crf {env['spacy_crf']}.{steady}"
@@ -108,12 +111,19 @@ def pipeline_compare(root: Path, folder: str = "speed") -> Optional[str]:
 def pipeline_compare_table(r: Dict) -> str:
     p, t = r["pipe_words_per_second"], r["train_words_per_second"]
     unit = training_unit(r)
-    lines = [f"{environment_line(r)} {r['threads']} thread(s).{' Training: ' + unit + '.' if unit else ''}", "",
-             "| pipeline | nlp.pipe words/s | training words/s |", "|---|---|---|"]
+    lines = [
+        f"{environment_line(r)} {r['threads']} thread(s).{' Training: ' + unit + '.' if unit else ''}",
+        "",
+        "| pipeline | nlp.pipe words/s | training words/s |",
+        "|---|---|---|",
+    ]
     lines += [f"| {name} | {p[name]:,} | {t[name]:,} |" for name in p]
-    lines += ["", f"crf_tagger / spaCy tagger: `nlp.pipe` {p['crf_tagger'] / p['spaCy tagger']:.2f}x, training "
-              f"{t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi decoding takes "
-              f"{100 * r['decode_share_of_encoder']:.1f}% of the encoder's time in `predict`."]
+    lines += [
+        "",
+        f"crf_tagger / spaCy tagger: `nlp.pipe` {p['crf_tagger'] / p['spaCy tagger']:.2f}x, training "
+        f"{t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi decoding takes "
+        f"{100 * r['decode_share_of_encoder']:.1f}% of the encoder's time in `predict`.",
+    ]
     return "\n".join(lines)
 
 
@@ -123,14 +133,18 @@ def round_ratios(ours: List[float], theirs: List[float]) -> List[float]:
 
 
 def ratio_cell(ratios: List[float], digits: int) -> str:
-    """"median (lowest-highest)" of sorted ratios."""
+    """ "median (lowest-highest)" of sorted ratios."""
     return f"{statistics.median(ratios):.{digits}f}x ({ratios[0]:.{digits}f}x-{ratios[-1]:.{digits}f}x)"
 
 
 PEER_NAMES = {
-    "crf_tagger": "crf_tagger", "crf_tagger_int8": "crf_tagger, quantize int8",
-    "crf_tagger_bf16": "crf_tagger, quantize bf16", "spacy_tagger": "spaCy tagger", "flair": "Flair",
-    "crf_tagger_fast": "crf_tagger `cpu_fast.cfg`", "crf_tagger_fast_int8": "crf_tagger `cpu_fast.cfg`, quantize int8",
+    "crf_tagger": "crf_tagger",
+    "crf_tagger_int8": "crf_tagger, quantize int8",
+    "crf_tagger_bf16": "crf_tagger, quantize bf16",
+    "spacy_tagger": "spaCy tagger",
+    "flair": "Flair",
+    "crf_tagger_fast": "crf_tagger `cpu_fast.cfg`",
+    "crf_tagger_fast_int8": "crf_tagger `cpu_fast.cfg`, quantize int8",
     "crf_tagger_batch_words_0": "crf_tagger, batch_words 0",
     "crf_tagger_int8_batch_words_0": "crf_tagger, quantize int8, batch_words 0",
 }
@@ -148,18 +162,21 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False, against_tagge
     compare = load(root / "metrics" / folder / "pipeline_compare.json") or {}
     trained = {"flair": flair["train_words_per_second"], **compare.get("train_words_per_second", {})}
     unit = training_unit(compare)
-    sides = flair.get("side_by_side") or {"flair": {"words_per_second": flair["pipe_words_per_second"],
-                                                    "dev_accuracy": flair["dev_accuracy"]}}
+    sides = flair.get("side_by_side") or {
+        "flair": {"words_per_second": flair["pipe_words_per_second"], "dev_accuracy": flair["dev_accuracy"]}
+    }
     base = sides["flair"]
     per_round = "| inference vs Flair, per round: median (range) " if rounds else ""
     tagger_runs = (sides.get("spacy_tagger") or {}).get("runs") if against_tagger else None
     per_round += "| vs spaCy's tagger, per round: median (range) " if tagger_runs else ""
-    lines = [f"| system | dev accuracy | inference words/s | vs Flair {per_round}| training words/s | vs Flair |",
-             "|---|---|---|---|---|---|" + ("---|" if rounds else "") + ("---|" if tagger_runs else "")]
+    lines = [
+        f"| system | dev accuracy | inference words/s | vs Flair {per_round}| training words/s | vs Flair |",
+        "|---|---|---|---|---|---|" + ("---|" if rounds else "") + ("---|" if tagger_runs else ""),
+    ]
     for name, side in sides.items():
         label = PEER_NAMES.get(name, name)
         train = trained.get(label) if name != "flair" else trained["flair"]
-        train_cells = (f"{train:,.0f} | {train / trained['flair']:.1f}x" if train else "- | -")
+        train_cells = f"{train:,.0f} | {train / trained['flair']:.1f}x" if train else "- | -"
         round_cell = ""
         if rounds and side.get("runs") and base.get("runs"):
             round_cell = f"| {ratio_cell(round_ratios(side['runs'], base['runs']), 1)} "
@@ -167,21 +184,33 @@ def peers(root: Path, folder: str = "speed", rounds: bool = False, against_tagge
             round_cell = "| - "
         if tagger_runs:
             round_cell += f"| {ratio_cell(round_ratios(side['runs'], tagger_runs), 2)} " if side.get("runs") else "| - "
-        lines.append(f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
-                     f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |")
+        lines.append(
+            f"| {label} | {side['dev_accuracy']:.2f} | {side['words_per_second']:,.0f} "
+            f"| {side['words_per_second'] / base['words_per_second']:.1f}x {round_cell}| {train_cells} |"
+        )
     s = flair["settings"]
-    head = (f"{environment_line(flair)} {flair['settings_text']}; {flair['epochs_done']} epoch{'s' if flair['epochs_done'] != 1 else ''} "
-            f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
-            f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
-            f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
-            f"Flair's inside its epochs"
-            + (f"; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`{', ' + unit if unit else ''})."
-               if compare else " (the others' were not measured with these runs)."))
+    head = (
+        f"{environment_line(flair)} {flair['settings_text']}; {flair['epochs_done']} epoch{'s' if flair['epochs_done'] != 1 else ''} "
+        f"({flair['seconds'] / 60:.0f} min{', stopped by --max-minutes' if flair['stopped_early'] else ''}). "
+        f"Dev accuracy: {s['column'].upper()} on gold tokens. Inference: one doc per sentence, batch "
+        f"{s['predict_batch_size']}, one thread, the systems in turn, medians of {s['repeats']}. Training words/s: "
+        f"Flair's inside its epochs"
+        + (
+            f"; crf_tagger's and spaCy's from `pipeline_compare` (`nlp.update`{', ' + unit if unit else ''})."
+            if compare
+            else " (the others' were not measured with these runs)."
+        )
+    )
     return head + "\n\n" + "\n".join(lines)
 
 
-BATCH_SIZE_FOLDERS = ("speed/batch_words_16", "speed/batch_words_32", "speed/batch_words_64", "speed/batch_words",
-                      "speed/batch_words_2048")
+BATCH_SIZE_FOLDERS = (
+    "speed/batch_words_16",
+    "speed/batch_words_32",
+    "speed/batch_words_64",
+    "speed/batch_words",
+    "speed/batch_words_2048",
+)
 
 
 def peers_batch_sizes(root: Path, folders: Tuple[str, ...] = BATCH_SIZE_FOLDERS) -> Optional[str]:
@@ -192,17 +221,26 @@ def peers_batch_sizes(root: Path, folders: Tuple[str, ...] = BATCH_SIZE_FOLDERS)
     records = [r for r in (load(root / "metrics" / folder / "flair.json") for folder in folders) if r]
     if not records:
         return None
-    systems = [("crf_tagger", "crf_tagger"), ("crf_tagger_batch_words_0", "crf_tagger, batch_words 0"),
-               ("crf_tagger_int8", "crf_tagger int8"), ("crf_tagger_int8_batch_words_0", "crf_tagger int8, batch_words 0"),
-               ("spacy_tagger", "spaCy tagger")]
+    systems = [
+        ("crf_tagger", "crf_tagger"),
+        ("crf_tagger_batch_words_0", "crf_tagger, batch_words 0"),
+        ("crf_tagger_int8", "crf_tagger int8"),
+        ("crf_tagger_int8_batch_words_0", "crf_tagger int8, batch_words 0"),
+        ("spacy_tagger", "spaCy tagger"),
+    ]
 
     def per_round(ours: Dict, theirs: Dict) -> float:
         return statistics.median(round_ratios(ours["runs"], theirs["runs"]))
 
-    lines = [f"{environment_line(records[0])} One doc per sentence of EWT dev, one thread, the systems in turn, "
-             f"medians of {records[0]['settings']['repeats']} rounds; in brackets the median of the per-round ratios to Flair.", "",
-             "| batch size | Flair | " + " | ".join(label for _, label in systems) + " | crf_tagger / spaCy tagger, per round |",
-             "|---|---|" + "---|" * len(systems) + "---|"]
+    lines = [
+        f"{environment_line(records[0])} One doc per sentence of EWT dev, one thread, the systems in turn, "
+        f"medians of {records[0]['settings']['repeats']} rounds; in brackets the median of the per-round ratios to Flair.",
+        "",
+        "| batch size | Flair | "
+        + " | ".join(label for _, label in systems)
+        + " | crf_tagger / spaCy tagger, per round |",
+        "|---|---|" + "---|" * len(systems) + "---|",
+    ]
     for r in sorted(records, key=lambda r: r["settings"]["predict_batch_size"]):
         sides = r["side_by_side"]
         cells = [f"{sides['flair']['words_per_second']:,.0f}"]
@@ -224,8 +262,10 @@ def morph(root: Path) -> Optional[str]:
     from .morph_table import treebank_table
 
     speeds = [load(path) for folder in folders for path in sorted(folder.glob("*-speed.json"))]
-    parts = [environment_line(*speeds) + " Train time: `spacy train` wall time, one thread, never beside another "
-             "training (lighter work, such as tests, ran on the second core)."]
+    parts = [
+        environment_line(*speeds) + " Train time: `spacy train` wall time, one thread, never beside another "
+        "training (lighter work, such as tests, ran on the second core)."
+    ]
     for folder in folders:
         # words/s measured one pipeline at a time: the quantize-morph-amd table times them in turn
         parts.append(drop_column("\n".join(treebank_table(metrics, folder.name)), "words/s"))
@@ -240,8 +280,10 @@ def quantize(root: Path, folder: str = "speed") -> Optional[str]:
     if not records:
         return None
     first = records[0]
-    head = (f"{environment_line(*records)} {first['threads']} thread(s), the pipelines in turn, medians of "
-            f"{first['repeats']}; dev score on the corpus' sentences (`spacy evaluate --gold-preproc`).")
+    head = (
+        f"{environment_line(*records)} {first['threads']} thread(s), the pipelines in turn, medians of "
+        f"{first['repeats']}; dev score on the corpus' sentences (`spacy evaluate --gold-preproc`)."
+    )
     parts = [f"`{r['crf_model']}` against `{r['baseline_model']}`:\n\n{quantize_table(r)}" for r in records]
     return head + "\n\n" + "\n\n".join(parts)
 
@@ -253,13 +295,19 @@ def udpipe(root: Path) -> Optional[str]:
     records = [r for r in records if r]
     if not records:
         return None
-    lines = ["| treebank | system | tagger options | UPOS | UFeats | UPOS+FEATS | AllTags | train time | words/s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| treebank | system | tagger options | UPOS | UFeats | UPOS+FEATS | AllTags | train time | words/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
-        lines.append(f"| {r['treebank']} | {r['system']} | {r['tagger_options']} | {r['upos']:.2f} | {r['ufeats']:.2f} "
-                     f"| {r['upos_feats']:.2f} | {r['alltags']:.2f} | {r['train_minutes']} min | {r['words_per_second']:,} |")
-    head = (f"{environment_line(*records)} Dev words (gold tokenization), the dev file as UDPipe's heldout data; "
-            "train time: UDPipe's trainer, one thread; words/s: its tagging of the dev words, one thread.")
+        lines.append(
+            f"| {r['treebank']} | {r['system']} | {r['tagger_options']} | {r['upos']:.2f} | {r['ufeats']:.2f} "
+            f"| {r['upos_feats']:.2f} | {r['alltags']:.2f} | {r['train_minutes']} min | {r['words_per_second']:,} |"
+        )
+    head = (
+        f"{environment_line(*records)} Dev words (gold tokenization), the dev file as UDPipe's heldout data; "
+        "train time: UDPipe's trainer, one thread; words/s: its tagging of the dev words, one thread."
+    )
     return head + "\n\n" + "\n".join(lines)
 
 
@@ -280,27 +328,33 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "c
     pipeline trained on the other folds; "probabilities_" in trf/
     (trf-ner-probabilities): crossfit_'s on the transformer."""
     paths = sorted((root / "metrics" / folder).glob(f"{prefix}*.json"))
-    records = {path.stem[len(prefix):]: load(path) for path in paths}
+    records = {path.stem[len(prefix) :]: load(path) for path in paths}
     # the precision/recall plot of a record: pr_PREFIXNAME.png
-    plots = {path.stem[len(prefix):]: f"pr_{path.stem}.png" for path in paths}
+    plots = {path.stem[len(prefix) :]: f"pr_{path.stem}.png" for path in paths}
     if not records:
         return None
-    lines = ["| model | system | probabilities | measured on | n | ECE | ECE of sampling alone | Brier "
-             "| precision of p >= 0.9 (n) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | system | probabilities | measured on | n | ECE | ECE of sampling alone | Brier "
+        "| precision of p >= 0.9 (n) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in records.items():
         e = r["entities"]
         where, taus = _measured_on(r)
-        kind = (f"exact posteriors, tau = {taus}" if r["system"] != "beam_ner"
-                else f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})")
+        kind = (
+            f"exact posteriors, tau = {taus}"
+            if r["system"] != "beam_ner"
+            else f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})"
+        )
         at = (e.get("precision_at") or {}).get("0.9") or {}
         high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
         floor = "-" if e.get("ece_sampling") is None else f"{e['ece_sampling']:.4f}"
-        lines.append(f"| `{name}` | {r['system']} | {kind} | {where} | {e['n']:,} | {e['ece']:.4f} "
-                     f"| {floor} | {e['brier']:.4f} | {high} |")
+        lines.append(
+            f"| `{name}` | {r['system']} | {kind} | {where} | {e['n']:,} | {e['ece']:.4f} "
+            f"| {floor} | {e['brier']:.4f} | {high} |"
+        )
     shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
-    curve = ["| t | " + " | ".join(f"`{name}` P / R / F1" for name in records) + " |",
-             "|---|" + "---|" * len(records)]
+    curve = ["| t | " + " | ".join(f"`{name}` P / R / F1" for name in records) + " |", "|---|" + "---|" * len(records)]
     for t in shown:
         cells = []
         for r in records.values():
@@ -310,15 +364,21 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "c
                 continue
             cells.append(" / ".join(_percent(row[key]) for key in ("precision", "recall", "f1")))
         curve.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
-    images = [f"![precision and recall over t, {name}](images/{plots[name]})" for name in records
-              if (root / "metrics" / folder / plots[name]).exists()]
+    images = [
+        f"![precision and recall over t, {name}](images/{plots[name]})"
+        for name in records
+        if (root / "metrics" / folder / plots[name]).exists()
+    ]
     first = next(iter(records.values()))
-    head = (f"{environment_line(*records.values())} {'Gold tokens' if first.get('gold_preproc') else 'Raw text'}; "
-            "ECE: 15 equal-width bins; the ECE of sampling alone is what a perfectly calibrated model with the same "
-            "probabilities would show on as many entities (`spacy_crf.calibration.sampling_ece`).")
-    return (head + "\n\n" + "\n".join(lines) + "\n\nKeeping only the entities with probability >= t "
-            "(`crf_ner`'s `threshold`), in percent:\n\n" + "\n".join(curve)
-            + ("\n\n" + "\n".join(images) if images else ""))
+    head = (
+        f"{environment_line(*records.values())} {'Gold tokens' if first.get('gold_preproc') else 'Raw text'}; "
+        "ECE: 15 equal-width bins; the ECE of sampling alone is what a perfectly calibrated model with the same "
+        "probabilities would show on as many entities (`spacy_crf.calibration.sampling_ece`)."
+    )
+    return (
+        head + "\n\n" + "\n".join(lines) + "\n\nKeeping only the entities with probability >= t "
+        "(`crf_ner`'s `threshold`), in percent:\n\n" + "\n".join(curve) + ("\n\n" + "\n".join(images) if images else "")
+    )
 
 
 TRF_TASKS = (  # metrics/trf/FILE.json, the task, the share of the train docs, the scores shown
@@ -328,8 +388,12 @@ TRF_TASKS = (  # metrics/trf/FILE.json, the task, the share of the train docs, t
     ("ner_25", "entities, Universal NER English EWT", "25%", ["ents_f"]),
     ("ner_10", "entities, Universal NER English EWT", "10%", ["ents_f"]),
 )
-PEER_COMPONENTS = {"tagger": "spaCy tagger", "morphologizer": "spaCy morphologizer", "ner": "spaCy ner",
-                   "beam_ner": "spaCy beam_ner"}
+PEER_COMPONENTS = {
+    "tagger": "spaCy tagger",
+    "morphologizer": "spaCy morphologizer",
+    "ner": "spaCy ner",
+    "beam_ner": "spaCy beam_ner",
+}
 
 
 def mcnemar_p(chi2: float) -> float:
@@ -338,7 +402,7 @@ def mcnemar_p(chi2: float) -> float:
 
 
 def _p(value: float, floor: float = 0.0) -> str:
-    """"p = 0.0123"; "p <= floor" at a bootstrap's smallest p-value (1 / draws)."""
+    """ "p = 0.0123"; "p <= floor" at a bootstrap's smallest p-value (1 / draws)."""
     if floor and value <= floor:
         return f"p <= {floor:g}"
     return "p < 0.0001" if value < 0.0001 else f"p = {value:.4f}"
@@ -369,18 +433,30 @@ def transformer_rows(records: Dict[str, Dict], tasks=TRF_TASKS, compact: bool = 
                 continue
             for key in keys:
                 if r["task"] == "ner":
-                    test = (f"{paired['delta']:+.2f} [{paired['delta_95_low']:+.2f}, {paired['delta_95_high']:+.2f}], "
-                            f"{_p(paired['p_value'], 1 / paired['samples'])}")
+                    test = (
+                        f"{paired['delta']:+.2f} [{paired['delta_95_low']:+.2f}, {paired['delta_95_high']:+.2f}], "
+                        f"{_p(paired['p_value'], 1 / paired['samples'])}"
+                    )
                 else:
                     mc = paired[{"tag_acc": "tag_", "pos_acc": "pos_", "morph_acc": "morph"}[key]]
-                    test = (f"{crf[key] - other[key]:+.2f}, chi2 = {mc['mcnemar_chi2']:.1f}, "
-                            f"{_p(mcnemar_p(mc['mcnemar_chi2']))}")
+                    test = (
+                        f"{crf[key] - other[key]:+.2f}, chi2 = {mc['mcnemar_chi2']:.1f}, "
+                        f"{_p(mcnemar_p(mc['mcnemar_chi2']))}"
+                    )
                 ratio = crf["words_per_second"] / other["words_per_second"]
-                cells = [task, share, key.replace("ents_f", "ents_f (P / R)"), f"`{crf['component']}` {_score(crf, key)}",
-                         f"{PEER_COMPONENTS.get(other['component'], other['component'])} {_score(other, key)}", test]
+                cells = [
+                    task,
+                    share,
+                    key.replace("ents_f", "ents_f (P / R)"),
+                    f"`{crf['component']}` {_score(crf, key)}",
+                    f"{PEER_COMPONENTS.get(other['component'], other['component'])} {_score(other, key)}",
+                    test,
+                ]
                 if not compact:
-                    cells += [f"{_seconds(crf)} / {_seconds(other)}",
-                              f"{crf['words_per_second']:,} / {other['words_per_second']:,} ({ratio:.2f}x)"]
+                    cells += [
+                        f"{_seconds(crf)} / {_seconds(other)}",
+                        f"{crf['words_per_second']:,} / {other['words_per_second']:,} ({ratio:.2f}x)",
+                    ]
                 else:
                     cells += [f"{ratio:.2f}x"]
                 rows.append("| " + " | ".join(cells) + " |")
@@ -391,10 +467,15 @@ def _budget(records: Dict[str, Dict]) -> str:
     first = next(iter(records.values()))
     t = first["systems"]["crf"]["training"]
     lr = t["learn_rate"]
-    lr_text = (f"peak learning rate {lr['initial_rate']:g} after {lr['warmup_steps']} warm-up steps, linear decay"
-               if isinstance(lr, dict) else f"learning rate {lr}")
-    return (f"Encoder `{t['encoder']}`; every pipeline {t['max_steps']} steps of `{t['batcher']['@batchers']}` "
-            f"size {t['batcher']['size']}, Adam, {lr_text}, seed {t['seed']}; {first['threads']} torch threads.")
+    lr_text = (
+        f"peak learning rate {lr['initial_rate']:g} after {lr['warmup_steps']} warm-up steps, linear decay"
+        if isinstance(lr, dict)
+        else f"learning rate {lr}"
+    )
+    return (
+        f"Encoder `{t['encoder']}`; every pipeline {t['max_steps']} steps of `{t['batcher']['@batchers']}` "
+        f"size {t['batcher']['size']}, Adam, {lr_text}, seed {t['seed']}; {first['threads']} torch threads."
+    )
 
 
 def transformer(root: Path, compact: bool = False) -> Optional[str]:
@@ -405,19 +486,25 @@ def transformer(root: Path, compact: bool = False) -> Optional[str]:
     if not records:
         return None
     if compact:
-        lines = ["| task | train docs | score | CRF | spaCy | CRF - spaCy, paired test | words/s CRF / spaCy |",
-                 "|---|---|---|---|---|---|---|"]
+        lines = [
+            "| task | train docs | score | CRF | spaCy | CRF - spaCy, paired test | words/s CRF / spaCy |",
+            "|---|---|---|---|---|---|---|",
+        ]
     else:
-        lines = ["| task | train docs | score | CRF | spaCy | CRF - spaCy, paired test | train time CRF / spaCy "
-                 "| `nlp.pipe` words/s CRF / spaCy |",
-                 "|---|---|---|---|---|---|---|---|"]
+        lines = [
+            "| task | train docs | score | CRF | spaCy | CRF - spaCy, paired test | train time CRF / spaCy "
+            "| `nlp.pipe` words/s CRF / spaCy |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
     lines += transformer_rows(records, compact=compact)
     speed_words = {r["speed_words"] for r in records.values()}
     rounds = {len(s.get("words_per_second_runs") or [0]) for r in records.values() for s in r["systems"].values()}
-    head = (f"{environment_line(*records.values())} {_budget(records)} Dev scores on gold tokens; "
-            f"words/s: `nlp.pipe` on the first {min(speed_words):,}+ dev words, the pipelines in turn, "
-            f"median of {'/'.join(str(n) for n in sorted(rounds))} rounds. Paired tests: McNemar for tokens, a paired bootstrap over docs (10,000 draws; "
-            "difference, 95% interval) for entity F1.")
+    head = (
+        f"{environment_line(*records.values())} {_budget(records)} Dev scores on gold tokens; "
+        f"words/s: `nlp.pipe` on the first {min(speed_words):,}+ dev words, the pipelines in turn, "
+        f"median of {'/'.join(str(n) for n in sorted(rounds))} rounds. Paired tests: McNemar for tokens, a paired bootstrap over docs (10,000 draws; "
+        "difference, 95% interval) for entity F1."
+    )
     return head + "\n\n" + "\n".join(lines)
 
 
@@ -427,8 +514,10 @@ def gpu_kernels(root: Path) -> Optional[str]:
     if record is None or not record.get("rows"):
         return None
     versions = record.get("versions", {})
-    head = (f"{environment_line(record)} CUDA {versions.get('cuda')}, Triton {versions.get('triton')}. "
-            f"Medians of {record['repeats']} CUDA-event timed runs.")
+    head = (
+        f"{environment_line(record)} CUDA {versions.get('cuda')}, Triton {versions.get('triton')}. "
+        f"Medians of {record['repeats']} CUDA-event timed runs."
+    )
     return head + "\n\n" + gpu_kernel_table(record["rows"])
 
 
@@ -437,8 +526,10 @@ def gpu_pipeline(root: Path) -> Optional[str]:
     record = load(root / "metrics" / "speed" / "gpu_pipeline.json")
     if record is None or not (record.get("nlp_pipe") or record.get("spacy_train")):
         return None
-    lines = ["| pipeline | `spacy train` steps/s | `nlp.pipe` words/s | vs spaCy's tagger | tag_acc on the GPU |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| pipeline | `spacy train` steps/s | `nlp.pipe` words/s | vs spaCy's tagger | tag_acc on the GPU |",
+        "|---|---|---|---|---|",
+    ]
     train, pipe = record.get("spacy_train", {}), record.get("nlp_pipe", {})
     for name in dict.fromkeys([*pipe, *train]):
         steps = f"{train[name]['steps_per_second']:.2f}" if name in train else "-"
@@ -454,12 +545,14 @@ def predict_stages_gpu(root: Path, folder: str = "speed") -> Optional[str]:
     """metrics/FOLDER/stages_*.json (`python -m benchmarks.gpu_stages ... --output
     FILE`) measured on the GPU (CupyOps): `predict` stage by stage."""
     paths = sorted((root / "metrics" / folder).glob("stages_*.json"))
-    records = {path.stem[len("stages_"):]: load(path) for path in paths}
+    records = {path.stem[len("stages_") :]: load(path) for path in paths}
     records = {name: r for name, r in records.items() if r and r.get("ops") == "CupyOps"}
     if not records:
         return None
-    lines = ["| model | docs, words | tok2vec | + network | decode (Viterbi) | predict | decode share | words/s |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | docs, words | tok2vec | + network | decode (Viterbi) | predict | decode share | words/s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in records.items():
         ms = r["ms"]
         lines.append(
@@ -467,13 +560,20 @@ def predict_stages_gpu(root: Path, folder: str = "speed") -> Optional[str]:
             f"| {ms['decode (Viterbi)']:,.0f} ms | {ms['predict']:,.0f} ms | {ms['decode (Viterbi)'] / ms['predict']:.0%} "
             f"| {r['predict_words_per_second']:,} |"
         )
-    return (environment_line(*records.values()) + " One batch of every dev doc, medians of CUDA-synchronised runs.\n\n"
-            + "\n".join(lines))
+    return (
+        environment_line(*records.values())
+        + " One batch of every dev doc, medians of CUDA-synchronised runs.\n\n"
+        + "\n".join(lines)
+    )
 
 
 # The plots the tables show (benchmarks.entity_probabilities, benchmarks.reliability_pooled).
-IMAGES = ("calibration/pr_crossfit_*.png", "calibration/pr_folds_*.png", "calibration/reliability_folds_*.png",
-          "trf/pr_probabilities_*.png")
+IMAGES = (
+    "calibration/pr_crossfit_*.png",
+    "calibration/pr_folds_*.png",
+    "calibration/reliability_folds_*.png",
+    "trf/pr_probabilities_*.png",
+)
 
 
 def copy_images(root: Path) -> None:

@@ -14,6 +14,7 @@ products, and predicting once per distinct token.
    numpy's BLAS once per distinct token (the default), taken in turn, medians;
    and the share of tokens whose label differs from the first.
 """
+
 import argparse
 import contextlib
 import statistics
@@ -56,7 +57,10 @@ def products_ms(mix: Model, rows: int, repeats: int) -> Dict[str, Dict[str, floa
     }
     backends = {"thinc_blis": NumpyOps(), "numpy_blas": HOST_BLAS_OPS}
     return {
-        name: {key: round(median_ms(lambda product=product, ops=ops: product(ops), repeats), 3) for key, ops in backends.items()}
+        name: {
+            key: round(median_ms(lambda product=product, ops=ops: product(ops), repeats), 3)
+            for key, ops in backends.items()
+        }
         for name, product in products.items()
     }
 
@@ -90,8 +94,12 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--quantize", default="none", choices=["none", "int8", "bf16"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rows", type=int, default=1130,
-                        help="distinct words of a batch, for the products (1,130: a batch of 256 EWT dev sentences)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=1130,
+        help="distinct words of a batch, for the products (1,130: a batch of 256 EWT dev sentences)",
+    )
     parser.add_argument("--attr", default="tag_", help="the token attribute compared: tag_, pos_, morph")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -117,8 +125,13 @@ def main(argv: List[str] = None) -> None:
         "quantize": args.quantize,
         "threads": args.threads,
         "repeats": args.repeats,
-        "products": {"rows": args.rows, "n_in": mix.get_dim("nI"), "n_out": mix.get_dim("nO") * mix.get_dim("nP"),
-                     "ms": ms, "speedup": {k: round(v["thinc_blis"] / v["numpy_blas"], 2) for k, v in ms.items()}},
+        "products": {
+            "rows": args.rows,
+            "n_in": mix.get_dim("nI"),
+            "n_out": mix.get_dim("nO") * mix.get_dim("nP"),
+            "ms": ms,
+            "speedup": {k: round(v["thinc_blis"] / v["numpy_blas"], 2) for k, v in ms.items()},
+        },
         "words_per_second": {name: round(value) for name, value in medians.items()},
         "runs": {name: [round(v) for v in values] for name, values in rates.items()},
         "changed_share": sum(a != b for a, b in zip(before, after)) / max(1, len(before)),
@@ -131,13 +144,22 @@ def main(argv: List[str] = None) -> None:
 def table(result: Dict) -> str:
     """The two Markdown tables of a result."""
     products = result["products"]
-    lines = [f"{products['rows']} rows, {products['n_in']} features in, {products['n_out']} out, median ms:", "",
-             "| product | Thinc's BLIS | numpy's BLAS | speed-up |", "|---|---|---|---|"]
+    lines = [
+        f"{products['rows']} rows, {products['n_in']} features in, {products['n_out']} out, median ms:",
+        "",
+        "| product | Thinc's BLIS | numpy's BLAS | speed-up |",
+        "|---|---|---|---|",
+    ]
     for name, ms in products["ms"].items():
         lines.append(f"| {name} | {ms['thinc_blis']:.2f} | {ms['numpy_blas']:.2f} | {products['speedup'][name]:.2f}x |")
     first = result["words_per_second"][VARIANTS[0]]
-    lines += ["", f"`{result['model']}`, quantize {result['quantize']}, `nlp.pipe` words/s:", "",
-              "| embedding | words/s | vs BLIS, every token |", "|---|---|---|"]
+    lines += [
+        "",
+        f"`{result['model']}`, quantize {result['quantize']}, `nlp.pipe` words/s:",
+        "",
+        "| embedding | words/s | vs BLIS, every token |",
+        "|---|---|---|",
+    ]
     for name, value in result["words_per_second"].items():
         lines.append(f"| {name} | {value:,} | {value / first:.2f}x |")
     lines += ["", f"Tokens labelled differently from BLIS, every token: {100 * result['changed_share']:.2f}%."]

@@ -38,6 +38,7 @@ on the second, and the one calibrated on the second measured on the first,
 so that every dev entity is measured by a model whose temperature never saw
 it, on twice as many entities as one half gives.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -92,21 +93,38 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("dev", help="annotated docs: a .spacy file or a folder of them")
     parser.add_argument("--json", required=True, help="write the calibration and the curve here")
     parser.add_argument("--plot", default=None, help="draw precision and recall against t here (.png, .svg, .pdf)")
-    parser.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
-                        help="read the docs on their gold tokens, one sentence per doc")
-    parser.add_argument("--component", default=None,
-                        help="the entity recogniser (default: the pipeline's only crf_ner or spaCy ner)")
-    parser.add_argument("--thresholds", type=float, nargs="+", default=THRESHOLDS,
-                        help="the probabilities t of the curve (default 0, 0.05, ..., 0.95, 0.99)")
+    parser.add_argument(
+        "--gold-preproc",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="read the docs on their gold tokens, one sentence per doc",
+    )
+    parser.add_argument(
+        "--component", default=None, help="the entity recogniser (default: the pipeline's only crf_ner or spaCy ner)"
+    )
+    parser.add_argument(
+        "--thresholds",
+        type=float,
+        nargs="+",
+        default=THRESHOLDS,
+        help="the probabilities t of the curve (default 0, 0.05, ..., 0.95, 0.99)",
+    )
     parser.add_argument("--bins", type=int, default=N_BINS, help="equal-width bins of probability for the ECE")
     parser.add_argument("--batch-size", type=int, default=64, help="docs per model call")
-    parser.add_argument("--and", dest="more", nargs=2, action="append", default=[], metavar=("MODEL", "DEV"),
-                        help="pool a further pipeline and its docs into the same figures (repeatable)")
+    parser.add_argument(
+        "--and",
+        dest="more",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("MODEL", "DEV"),
+        help="pool a further pipeline and its docs into the same figures (repeatable)",
+    )
     return parser
 
 
 def _system(nlp: Language, name: str) -> Optional[str]:
-    """"crf_ner", "crf" (a crf_tagger or crf_morphologizer: no entities),
+    """ "crf_ner", "crf" (a crf_tagger or crf_morphologizer: no entities),
     "ner" (spaCy's greedy or beam EntityRecognizer) or None for another
     component."""
     from spacy.pipeline import EntityRecognizer
@@ -135,8 +153,11 @@ def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[st
     """
     if component is not None:
         if component not in nlp.pipe_names:
-            raise ValueError(EntityProbabilityErrors.E301.format(
-                reason=f"it has no component '{component}' (its components are {nlp.pipe_names})"))
+            raise ValueError(
+                EntityProbabilityErrors.E301.format(
+                    reason=f"it has no component '{component}' (its components are {nlp.pipe_names})"
+                )
+            )
         names = [component]
     else:
         names = [name for name in nlp.pipe_names if _system(nlp, name) is not None]
@@ -145,11 +166,17 @@ def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[st
         if not entity_names and taggers:
             names = taggers[:1]  # a crf_tagger or crf_morphologizer: E302 below
         elif not entity_names:
-            raise ValueError(EntityProbabilityErrors.E301.format(
-                reason=f"none of its components {nlp.pipe_names} is a crf_ner or a spaCy ner"))
+            raise ValueError(
+                EntityProbabilityErrors.E301.format(
+                    reason=f"none of its components {nlp.pipe_names} is a crf_ner or a spaCy ner"
+                )
+            )
         elif len(entity_names) > 1:
-            raise ValueError(EntityProbabilityErrors.E301.format(
-                reason=f"it has {len(entity_names)} of them, {entity_names}: name one (--component)"))
+            raise ValueError(
+                EntityProbabilityErrors.E301.format(
+                    reason=f"it has {len(entity_names)} of them, {entity_names}: name one (--component)"
+                )
+            )
         else:
             names = entity_names
     (name,) = names
@@ -157,8 +184,11 @@ def entity_component(nlp: Language, component: Optional[str] = None) -> Tuple[st
     proc = nlp.get_pipe(name)
     if system is None:
         factory = nlp.get_pipe_meta(name).factory
-        raise ValueError(EntityProbabilityErrors.E301.format(
-            reason=f"component '{name}' is a {factory}, neither a crf_ner nor a spaCy ner"))
+        raise ValueError(
+            EntityProbabilityErrors.E301.format(
+                reason=f"component '{name}' is a {factory}, neither a crf_ner nor a spaCy ner"
+            )
+        )
     if system == "crf":
         factory = nlp.get_pipe_meta(name).factory
         raise ValueError(EntityProbabilityErrors.E302.format(name=name, factory=factory, target=proc.cfg["target"]))
@@ -200,8 +230,11 @@ def crf_entities(nlp: Language, name: str, docs: List[Any], batch_size: int = 64
         entities = []
         for ent in doc.ents:
             if ent._.crf_prob is None:
-                raise ValueError(EntityProbabilityErrors.E305.format(
-                    name=name, text=ent.text, start=ent.start, end=ent.end, label=ent.label_))
+                raise ValueError(
+                    EntityProbabilityErrors.E305.format(
+                        name=name, text=ent.text, start=ent.start, end=ent.end, label=ent.label_
+                    )
+                )
             entities.append((ent.start, ent.end, ent.label_, float(ent._.crf_prob)))
         result.append(entities)
     return result
@@ -234,8 +267,11 @@ def beam_entities(nlp: Language, name: str, docs: List[Any], batch_size: int = 6
         for ent in doc.ents:
             key = (ent.start, ent.end, ent.label_)
             if key not in scores.get(i, {}):
-                raise ValueError(EntityProbabilityErrors.E305.format(
-                    name=name, text=ent.text, start=ent.start, end=ent.end, label=ent.label_))
+                raise ValueError(
+                    EntityProbabilityErrors.E305.format(
+                        name=name, text=ent.text, start=ent.start, end=ent.end, label=ent.label_
+                    )
+                )
             entities.append((*key, float(scores[i][key])))
         result.append(entities)
     return result
@@ -289,10 +325,19 @@ def threshold_curve(outcomes: Outcomes, n_gold: int, thresholds: Sequence[float]
         f1 = None
         if precision is not None and recall is not None:
             f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        rows.append({
-            "threshold": float(t), "kept": n_kept, "tp": tp, "fp": n_kept - tp, "fn": n_gold - tp,
-            "gold": n_gold, "precision": precision, "recall": recall, "f1": f1,
-        })
+        rows.append(
+            {
+                "threshold": float(t),
+                "kept": n_kept,
+                "tp": tp,
+                "fp": n_kept - tp,
+                "fn": n_gold - tp,
+                "gold": n_gold,
+                "precision": precision,
+                "recall": recall,
+                "f1": f1,
+            }
+        )
     return rows
 
 
@@ -348,13 +393,16 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
         "     t    kept        P        R       F1",
     ]
     for row in result["thresholds"]:
-        lines.append(f"{row['threshold']:6.2f} {row['kept']:7d} {_fmt(row['precision']):>8} "
-                     f"{_fmt(row['recall']):>8} {_fmt(row['f1']):>8}")
+        lines.append(
+            f"{row['threshold']:6.2f} {row['kept']:7d} {_fmt(row['precision']):>8} "
+            f"{_fmt(row['recall']):>8} {_fmt(row['f1']):>8}"
+        )
     return lines
 
 
-def measure(nlp: Language, model: str, dev: str, name: str, system: str, gold_preproc: bool,
-            batch_size: int) -> Dict[str, Any]:
+def measure(
+    nlp: Language, model: str, dev: str, name: str, system: str, gold_preproc: bool, batch_size: int
+) -> Dict[str, Any]:
     """One pipeline's entities on its annotated docs (its component `name` of
     `system`, from `entity_component`): "model", "dev", "component",
     "system", "temperature" (crf_ner) or "beam" (beam_ner),
@@ -404,8 +452,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     systems = sorted({system for _, system in components})
     if len(systems) > 1:
         raise ValueError(EntityProbabilityErrors.E307.format(systems=systems))
-    pairs = [measure(nlp, model, dev, name, system, args.gold_preproc, args.batch_size)
-             for nlp, (model, dev), (name, system) in zip(pipelines, given, components)]
+    pairs = [
+        measure(nlp, model, dev, name, system, args.gold_preproc, args.batch_size)
+        for nlp, (model, dev), (name, system) in zip(pipelines, given, components)
+    ]
     outcomes = Outcomes.join(pair.pop("outcomes") for pair in pairs)
     n_gold = sum(pair["gold_entities"] for pair in pairs)
     first = pairs[0]
@@ -414,7 +464,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     result: Dict[str, Any] = {
         "model": [pair["model"] for pair in pairs] if pooled else args.model,
         "dev": [pair["dev"] for pair in pairs] if pooled else args.dev,
-        "component": first["component"], "system": first["system"],
+        "component": first["component"],
+        "system": first["system"],
     }
     # one temperature (or beam), or None where the pooled pipelines differ in it
     if first["system"] == "crf_ner":
@@ -423,14 +474,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         result["beam"] = _same_or_none([pair["beam"] for pair in pairs])
     if pooled:
         result["pairs"] = pairs
-    result.update({
-        "gold_preproc": args.gold_preproc,
-        "bins": args.bins,
-        "predicted_entities": sum(pair["predicted_entities"] for pair in pairs),
-        "gold_entities": n_gold,
-        "entities": curve(outcomes, args.bins),
-        "thresholds": threshold_curve(outcomes, n_gold, sorted(args.thresholds)),
-    })
+    result.update(
+        {
+            "gold_preproc": args.gold_preproc,
+            "bins": args.bins,
+            "predicted_entities": sum(pair["predicted_entities"] for pair in pairs),
+            "gold_entities": n_gold,
+            "entities": curve(outcomes, args.bins),
+            "thresholds": threshold_curve(outcomes, n_gold, sorted(args.thresholds)),
+        }
+    )
     write_json(result, Path(args.json))
     if args.plot:
         plot(result, Path(args.plot))

@@ -14,6 +14,7 @@ in each of them in turn with spaCy's tagger, in one process, and the record
 has a row per mode (`rows`). Prints a JSON line; the accuracy of the defaults
 needs training: see configs/cpu.cfg, which uses the same network.
 """
+
 import argparse
 import pickle
 import statistics
@@ -97,15 +98,24 @@ def main() -> None:
     rows = []
     for mode in modes:
         ratios = [c / t for c, t in zip(rates[mode], rates["tagger"])]
-        rows.append({
-            "crf_model": names[mode],
-            "words_per_second": {"crf_tagger": round(statistics.median(rates[mode])),
-                                 "tagger": round(statistics.median(rates["tagger"]))},
-            "ratio_median": round(statistics.median(ratios), 3),
-            "ratios": [round(r, 3) for r in ratios],
-        })
-    result = {**rows[0], "init_sentences": args.init_sentences, "threads": args.threads,
-              "docs": "sentences" if args.sentences else "as in the corpus", "n_docs": len(docs)}
+        rows.append(
+            {
+                "crf_model": names[mode],
+                "words_per_second": {
+                    "crf_tagger": round(statistics.median(rates[mode])),
+                    "tagger": round(statistics.median(rates["tagger"])),
+                },
+                "ratio_median": round(statistics.median(ratios), 3),
+                "ratios": [round(r, 3) for r in ratios],
+            }
+        )
+    result = {
+        **rows[0],
+        "init_sentences": args.init_sentences,
+        "threads": args.threads,
+        "docs": "sentences" if args.sentences else "as in the corpus",
+        "n_docs": len(docs),
+    }
     if len(rows) > 1:
         result["rows"] = rows
     result["environment"] = environment()

@@ -31,6 +31,7 @@ versions are printed and written. Needs CUDA and the `benchmark` extra
 runs without a GPU: a smoke test of the kernels on CPU through Triton's
 interpreter, at tiny shapes, against the torch path (its times mean nothing).
 """
+
 import argparse
 import json
 import os
@@ -132,14 +133,29 @@ def run_json(module: str, args: List[str], env: Optional[Dict[str, str]] = None)
 
 def pipe_speed(model: str, corpus: str, *, repeats: int, batch_size: int, gpu_id: int, env=None) -> Dict[str, object]:
     """nlp.pipe words/s on the GPU (benchmarks.pipeline_speed)."""
-    args = [*(str(Path(path).resolve()) for path in (model, corpus)),
-            "--gpu-id", str(gpu_id), "--repeats", str(repeats), "--batch-size", str(batch_size)]
+    args = [
+        *(str(Path(path).resolve()) for path in (model, corpus)),
+        "--gpu-id",
+        str(gpu_id),
+        "--repeats",
+        str(repeats),
+        "--batch-size",
+        str(batch_size),
+    ]
     return {"model": model, **run_json("pipeline_speed", args, env)}
 
 
-def train_speed(config: str, train: str, dev: str, *, steps: int, gpu_id: int, save=None, env=None) -> Dict[str, object]:
+def train_speed(
+    config: str, train: str, dev: str, *, steps: int, gpu_id: int, save=None, env=None
+) -> Dict[str, object]:
     """`spacy train` steps/s on the GPU (benchmarks.train_steps)."""
-    args = [*(str(Path(path).resolve()) for path in (config, train, dev)), "--steps", str(steps), "--gpu-id", str(gpu_id)]
+    args = [
+        *(str(Path(path).resolve()) for path in (config, train, dev)),
+        "--steps",
+        str(steps),
+        "--gpu-id",
+        str(gpu_id),
+    ]
     return run_json("train_steps", args + (["--save", str(Path(save).resolve())] if save else []), env)
 
 
@@ -147,8 +163,19 @@ def gpu_accuracy(model: str, corpus: str, *, gpu_id: int, env=None) -> Dict[str,
     """`spacy evaluate --gold-preproc` of the model on the GPU: its scores."""
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "metrics.json"
-        command = [sys.executable, "-m", "spacy", "evaluate", str(Path(model).resolve()), str(Path(corpus).resolve()),
-                   "--gold-preproc", "--gpu-id", str(gpu_id), "--output", str(output)]
+        command = [
+            sys.executable,
+            "-m",
+            "spacy",
+            "evaluate",
+            str(Path(model).resolve()),
+            str(Path(corpus).resolve()),
+            "--gold-preproc",
+            "--gpu-id",
+            str(gpu_id),
+            "--output",
+            str(output),
+        ]
         # run from elsewhere: `python -m` would import spacy_crf from the working directory first
         subprocess.run(command, check=True, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, cwd=tmp)
         scores = json.loads(output.read_text())
@@ -158,12 +185,18 @@ def gpu_accuracy(model: str, corpus: str, *, gpu_id: int, env=None) -> Dict[str,
 def before_env(args: argparse.Namespace) -> Dict[str, str]:
     """The environment that runs --before-code (and --before-env)."""
     env = dict(pair.split("=", 1) for pair in args.before_env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(args.before_code).resolve()), os.environ.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(args.before_code).resolve()), os.environ.get("PYTHONPATH")])
+    )
     return env
 
 
 def versions() -> Dict[str, Optional[str]]:
-    found: Dict[str, Optional[str]] = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda}
+    found: Dict[str, Optional[str]] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
     for package in ("triton", "pytorch-crf", "spacy", "thinc", "cupy-cuda12x", "cupy-cuda13x", "cupy"):
         try:
             found[package] = metadata.version(package)
@@ -194,11 +227,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--gpu-id", type=int, default=0)
-    parser.add_argument("--interpret", action="store_true", help="no GPU: smoke-test the kernels under Triton's interpreter")
+    parser.add_argument(
+        "--interpret", action="store_true", help="no GPU: smoke-test the kernels under Triton's interpreter"
+    )
     parser.add_argument("--no-kernels", action="store_true", help="leave the kernel table out (only the pipeline)")
     parser.add_argument("--model", help="a trained crf_tagger pipeline (accuracy and nlp.pipe words/s on the GPU)")
     parser.add_argument("--baseline", help="a trained spaCy tagger pipeline (nlp.pipe words/s)")
-    parser.add_argument("--corpus", help="the .spacy corpus for nlp.pipe and evaluation, and the dev set for spacy train")
+    parser.add_argument(
+        "--corpus", help="the .spacy corpus for nlp.pipe and evaluation, and the dev set for spacy train"
+    )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--pipe-repeats", type=int, default=5)
     parser.add_argument("--config", help="crf_tagger training config (spacy train steps/s)")
@@ -212,7 +249,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         parser.error("--model needs --corpus")
     if args.model and not (args.baseline or args.baseline_config):
         parser.error("--model needs --baseline or --baseline-config (spaCy's tagger to compare with)")
-    if (args.config or args.baseline_config) and not (args.config and args.baseline_config and args.train_corpus and args.corpus):
+    if (args.config or args.baseline_config) and not (
+        args.config and args.baseline_config and args.train_corpus and args.corpus
+    ):
         parser.error("--config and --baseline-config go together, with --train-corpus and --corpus")
     if args.train_steps <= 30:
         parser.error("--train-steps must be more than 30")
@@ -250,7 +289,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         "device": torch.cuda.get_device_name(),
         "versions": versions(),
         "repeats": args.repeats,
-        "rows": [] if args.no_kernels else [bench_shape(B, T, K, repeats=args.repeats, device="cuda") for B, T, K in SHAPES],
+        "rows": []
+        if args.no_kernels
+        else [bench_shape(B, T, K, repeats=args.repeats, device="cuda") for B, T, K in SHAPES],
     }
     print(f"{result['device']}; " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
     if result["rows"]:
@@ -262,12 +303,18 @@ def main(argv: Optional[List[str]] = None) -> None:
     baseline_dir = tempfile.mkdtemp()  # the tagger trained by --baseline-config, removed at the end
     if args.config:
         train = {
-            name: train_speed(args.config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id, env=env)
+            name: train_speed(
+                args.config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id, env=env
+            )
             for name, env in runs.items()
         }
         baseline = args.baseline or str(Path(baseline_dir) / "tagger")
         train["tagger"] = train_speed(
-            args.baseline_config, args.train_corpus, args.corpus, steps=args.train_steps, gpu_id=args.gpu_id,
+            args.baseline_config,
+            args.train_corpus,
+            args.corpus,
+            steps=args.train_steps,
+            gpu_id=args.gpu_id,
             save=None if args.baseline else baseline,
         )
         result["spacy_train"] = train
@@ -276,12 +323,21 @@ def main(argv: Optional[List[str]] = None) -> None:
         baseline = args.baseline or str(Path(baseline_dir) / "tagger")
         pipe = {
             name: {
-                **pipe_speed(args.model, args.corpus, repeats=args.pipe_repeats, batch_size=args.batch_size, gpu_id=args.gpu_id, env=env),
+                **pipe_speed(
+                    args.model,
+                    args.corpus,
+                    repeats=args.pipe_repeats,
+                    batch_size=args.batch_size,
+                    gpu_id=args.gpu_id,
+                    env=env,
+                ),
                 **gpu_accuracy(args.model, args.corpus, gpu_id=args.gpu_id, env=env),
             }
             for name, env in runs.items()
         }
-        pipe["tagger"] = pipe_speed(baseline, args.corpus, repeats=args.pipe_repeats, batch_size=args.batch_size, gpu_id=args.gpu_id)
+        pipe["tagger"] = pipe_speed(
+            baseline, args.corpus, repeats=args.pipe_repeats, batch_size=args.batch_size, gpu_id=args.gpu_id
+        )
         for name in runs:
             pipe[name]["vs_tagger"] = pipe[name]["words_per_second"] / pipe["tagger"]["words_per_second"]
         result["nlp_pipe"] = pipe

@@ -14,6 +14,7 @@ model's tok2vec must be its own (not a listener of a shared component).
 (host time: what a GPU run waits on), and counts torch's device-to-host
 synchronisations in one predict (torch.cuda.set_sync_debug_mode).
 """
+
 import argparse
 import cProfile
 import io

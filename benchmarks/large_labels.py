@@ -21,6 +21,7 @@ spacy_crf.nn.kernels.triton_factored runs for a factored matrix on a GPU;
 `--kernels torch` times the torch code there too. On a GPU the times are
 medians of CUDA-event timed runs.
 """
+
 import argparse
 import json
 import resource
@@ -47,8 +48,16 @@ def peak_mb(device: str = "cpu") -> float:
 
 
 def measure(
-    operation: str, n_labels: int, batch: int, length: int, repeats: int, threads: int,
-    transitions: str = "full", n_classes: int = 17, device: str = "cpu", kernels: str = "auto",
+    operation: str,
+    n_labels: int,
+    batch: int,
+    length: int,
+    repeats: int,
+    threads: int,
+    transitions: str = "full",
+    n_classes: int = 17,
+    device: str = "cpu",
+    kernels: str = "auto",
 ) -> Dict:
     """Time one operation and the memory it adds (run in its own process)."""
     torch.set_num_threads(threads)
@@ -62,7 +71,9 @@ def measure(
             for shape in [(n_classes, n_classes), (n_labels,), (n_labels,)]
         )
         parameters = [pair, leave, enter]
-        scores = scores._replace(transitions=factored.factored_transitions(pair, leave, enter, classes), classes=classes)
+        scores = scores._replace(
+            transitions=factored.factored_transitions(pair, leave, enter, classes), classes=classes
+        )
     lstm = torch.nn.LSTM(128, 192, batch_first=True, bidirectional=True).to(device)
     inputs = torch.randn(batch, length, 128, device=device)
 
@@ -72,7 +83,9 @@ def measure(
         emissions = scores.emissions.detach().requires_grad_(True)
         leaves = [p.detach().requires_grad_(True) for p in parameters]
         matrix = leaves[0] if transitions == "full" else factored.factored_transitions(*leaves, scores.classes)
-        dispatch.log_partition(scores._replace(emissions=emissions, transitions=matrix), kernels=kernels).sum().backward()
+        dispatch.log_partition(
+            scores._replace(emissions=emissions, transitions=matrix), kernels=kernels
+        ).sum().backward()
 
     run = {
         "viterbi": lambda: dispatch.viterbi_decode(scores, kernels=kernels),
@@ -84,8 +97,15 @@ def measure(
     before = peak_mb(device)
     with torch.no_grad() if operation == "bilstm_forward" else torch.enable_grad():
         ms = median_ms(run, repeats, device)
-    return {"operation": operation, "labels": n_labels, "transitions": transitions, "ms": round(ms, 2),
-            "peak_mb": round(peak_mb(device) - before, 1), "device": device, "kernels": kernels}
+    return {
+        "operation": operation,
+        "labels": n_labels,
+        "transitions": transitions,
+        "ms": round(ms, 2),
+        "peak_mb": round(peak_mb(device) - before, 1),
+        "device": device,
+        "kernels": kernels,
+    }
 
 
 def table(rows: List[Dict]) -> str:
@@ -94,10 +114,14 @@ def table(rows: List[Dict]) -> str:
     by_k: Dict[tuple, Dict[str, Dict]] = {}
     for row in rows:
         by_k.setdefault((row["labels"], row.get("transitions", "full")), {})[row["operation"]] = row
-    lines = ["| labels | transitions | " + " | ".join(OPERATIONS) + " | Viterbi share |",
-             "|---|---|" + "---|" * (len(OPERATIONS) + 1)]
+    lines = [
+        "| labels | transitions | " + " | ".join(OPERATIONS) + " | Viterbi share |",
+        "|---|---|" + "---|" * (len(OPERATIONS) + 1),
+    ]
     for (k, kind), ops in sorted(by_k.items()):
-        cells = [f"{ops[op]['ms']:,.1f} ms, {ops[op]['peak_mb']:.0f} MB" if op in ops else "not run" for op in OPERATIONS]
+        cells = [
+            f"{ops[op]['ms']:,.1f} ms, {ops[op]['peak_mb']:.0f} MB" if op in ops else "not run" for op in OPERATIONS
+        ]
         share = "-"
         if "viterbi" in ops and "bilstm_forward" in ops:
             viterbi, lstm = ops["viterbi"]["ms"], ops["bilstm_forward"]["ms"]
@@ -113,15 +137,28 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--length", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--nbest-max-labels", type=int, default=None,
-                        help="run n-best only up to this many labels (its cost grows as K * K * k)")
+    parser.add_argument(
+        "--nbest-max-labels",
+        type=int,
+        default=None,
+        help="run n-best only up to this many labels (its cost grows as K * K * k)",
+    )
     parser.add_argument("--transitions", nargs="+", default=["full", "factored"], choices=["full", "factored"])
     parser.add_argument("--classes", type=int, default=17, help="classes of the factored matrix")
-    parser.add_argument("--operations", nargs="+", default=OPERATIONS, choices=OPERATIONS,
-                        help="the operations to time (the table's Viterbi share needs viterbi and bilstm_forward)")
+    parser.add_argument(
+        "--operations",
+        nargs="+",
+        default=OPERATIONS,
+        choices=OPERATIONS,
+        help="the operations to time (the table's Viterbi share needs viterbi and bilstm_forward)",
+    )
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the scores live")
-    parser.add_argument("--kernels", default="auto", choices=["auto", "torch", "numba"],
-                        help="spacy_crf.nn.kernels.dispatch's choice (auto; numba is the same), or torch's code wherever a kernel would run")
+    parser.add_argument(
+        "--kernels",
+        default="auto",
+        choices=["auto", "torch", "numba"],
+        help="spacy_crf.nn.kernels.dispatch's choice (auto; numba is the same), or torch's code wherever a kernel would run",
+    )
     parser.add_argument("--output", type=Path)
     parser.add_argument("--one", nargs=3, metavar=("OPERATION", "LABELS", "TRANSITIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -129,26 +166,77 @@ def main(argv: Optional[List[str]] = None) -> None:
         parser.error("--device cuda needs a CUDA device")
     if args.one:  # the child process: one measurement, as JSON
         operation, n_labels, kind = args.one[0], int(args.one[1]), args.one[2]
-        print(json.dumps(measure(operation, n_labels, args.batch, args.length, args.repeats, args.threads,
-                                 kind, args.classes, args.device, args.kernels)))
+        print(
+            json.dumps(
+                measure(
+                    operation,
+                    n_labels,
+                    args.batch,
+                    args.length,
+                    args.repeats,
+                    args.threads,
+                    kind,
+                    args.classes,
+                    args.device,
+                    args.kernels,
+                )
+            )
+        )
         return
     rows = []
     for n_labels in args.labels:
         for kind in args.transitions:
             for operation in args.operations:
-                if (operation == "nbest_5" and kind == "full" and args.nbest_max_labels is not None
-                        and n_labels > args.nbest_max_labels):
+                if (
+                    operation == "nbest_5"
+                    and kind == "full"
+                    and args.nbest_max_labels is not None
+                    and n_labels > args.nbest_max_labels
+                ):
                     continue
-                command = [sys.executable, "-m", "benchmarks.large_labels", "--one", operation, str(n_labels), kind,
-                           "--batch", str(args.batch), "--length", str(args.length), "--classes", str(args.classes),
-                           "--repeats", str(args.repeats), "--threads", str(args.threads), "--device", args.device, "--kernels", args.kernels]
+                command = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.large_labels",
+                    "--one",
+                    operation,
+                    str(n_labels),
+                    kind,
+                    "--batch",
+                    str(args.batch),
+                    "--length",
+                    str(args.length),
+                    "--classes",
+                    str(args.classes),
+                    "--repeats",
+                    str(args.repeats),
+                    "--threads",
+                    str(args.threads),
+                    "--device",
+                    args.device,
+                    "--kernels",
+                    args.kernels,
+                ]
                 done = subprocess.run(command, check=True, capture_output=True, text=True)
                 rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(f"{args.device}, kernels {args.kernels}: batch {args.batch}, length up to {args.length}, {args.threads} thread(s), "
-          f"medians of {args.repeats}, factored: {args.classes} classes")
+    print(
+        f"{args.device}, kernels {args.kernels}: batch {args.batch}, length up to {args.length}, {args.threads} thread(s), "
+        f"medians of {args.repeats}, factored: {args.classes} classes"
+    )
     print(table(rows))
-    write_json({"device": args.device, "kernels": args.kernels, "batch": args.batch, "length": args.length, "threads": args.threads, "repeats": args.repeats,
-                "classes": args.classes, "rows": rows}, args.output)
+    write_json(
+        {
+            "device": args.device,
+            "kernels": args.kernels,
+            "batch": args.batch,
+            "length": args.length,
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "classes": args.classes,
+            "rows": rows,
+        },
+        args.output,
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Builds a doc from the words of a sentence list repeated to --tokens tokens,
 tags it once, and prints the process's peak resident memory (ru_maxrss) before
 and after, with the wall time.
 """
+
 import argparse
 import json
 import resource
@@ -45,14 +46,18 @@ def main() -> None:
     doc = nlp(Doc(nlp.vocab, words=words))
     seconds = time.perf_counter() - start
     assert len(doc) == args.tokens
-    print(json.dumps({
-        "tokens": args.tokens,
-        "window": tagger_cfg.get("window"),
-        "chunk_size": layer.attrs["chunk_size"],
-        "peak_rss_mb_before": round(before),
-        "peak_rss_mb_after": round(peak_mb()),
-        "seconds": round(seconds, 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "tokens": args.tokens,
+                "window": tagger_cfg.get("window"),
+                "chunk_size": layer.attrs["chunk_size"],
+                "peak_rss_mb_before": round(before),
+                "peak_rss_mb_after": round(peak_mb()),
+                "seconds": round(seconds, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

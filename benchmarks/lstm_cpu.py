@@ -22,6 +22,7 @@ With --model (a trained crf_tagger pipeline, optionally `,quantize=int8|bf16`):
 run packed and bucketed, in turn, medians of --repeats rounds, and the share
 of tokens whose label (tag, POS, morph) differs between the two.
 """
+
 import argparse
 import random
 import time
@@ -96,16 +97,21 @@ def pipeline_rates(spec: str, corpus: str, repeats: int) -> Dict[str, object]:
         return measure()
 
     settings = ["packed", "buckets"]
-    rates = in_turn(settings, repeats, lambda v: run(v, lambda: words_per_second(nlp, docs, repeats=1, batch_size=256)[0]),
-                    warmup=1)
+    rates = in_turn(
+        settings, repeats, lambda v: run(v, lambda: words_per_second(nlp, docs, repeats=1, batch_size=256)[0]), warmup=1
+    )
     outputs = {setting: run(setting, lambda: token_labels(nlp, docs)) for setting in settings}
     medians = {name: sorted(values)[len(values) // 2] for name, values in rates.items()}
     differ = sum(a != b for a, b in zip(outputs["packed"], outputs["buckets"]))
-    return {"model": path, "quantize": quantize, "n_words": sum(len(doc) for doc in docs),
-            "words_per_second": {name: round(v, 1) for name, v in medians.items()},
-            "runs": {name: [round(v, 1) for v in values] for name, values in rates.items()},
-            "speedup": medians["buckets"] / medians["packed"],
-            "tokens_labelled_differently": differ / max(1, len(outputs["packed"]))}
+    return {
+        "model": path,
+        "quantize": quantize,
+        "n_words": sum(len(doc) for doc in docs),
+        "words_per_second": {name: round(v, 1) for name, v in medians.items()},
+        "runs": {name: [round(v, 1) for v in values] for name, values in rates.items()},
+        "speedup": medians["buckets"] / medians["packed"],
+        "tokens_labelled_differently": differ / max(1, len(outputs["packed"])),
+    }
 
 
 def main() -> None:
@@ -116,10 +122,20 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=192)
     parser.add_argument("--depth", type=int, default=1)
     parser.add_argument("--labels", type=int, default=50)
-    parser.add_argument("--step-costs", type=float, nargs="+", default=[bucketed_lstm.STEP_COST],
-                        help="bucketed_lstm.STEP_COST values to time")
-    parser.add_argument("--bucket-costs", type=float, nargs="+", default=[bucketed_lstm.BUCKET_COST],
-                        help="bucketed_lstm.BUCKET_COST values to time")
+    parser.add_argument(
+        "--step-costs",
+        type=float,
+        nargs="+",
+        default=[bucketed_lstm.STEP_COST],
+        help="bucketed_lstm.STEP_COST values to time",
+    )
+    parser.add_argument(
+        "--bucket-costs",
+        type=float,
+        nargs="+",
+        default=[bucketed_lstm.BUCKET_COST],
+        help="bucketed_lstm.BUCKET_COST values to time",
+    )
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model", action="append", default=[], help="PATH[,quantize=MODE]: time nlp.pipe both ways")
@@ -151,19 +167,41 @@ def main() -> None:
 
         times = in_turn(settings, args.repeats, measure, warmup=1)
         medians = {name: sorted(values)[len(values) // 2] for name, values in times.items()}
-        rows.append({"case": case, "rows": len(lengths), "tokens": sum(lengths), "longest": max(lengths),
-                     "ms": medians, "speedup": {name: medians["packed"] / ms for name, ms in medians.items()}})
-        print(f"{case} ({len(lengths)} rows, {sum(lengths):,} tokens): "
-              + ", ".join(f"{name} {ms:.1f} ms" for name, ms in medians.items()))
+        rows.append(
+            {
+                "case": case,
+                "rows": len(lengths),
+                "tokens": sum(lengths),
+                "longest": max(lengths),
+                "ms": medians,
+                "speedup": {name: medians["packed"] / ms for name, ms in medians.items()},
+            }
+        )
+        print(
+            f"{case} ({len(lengths)} rows, {sum(lengths):,} tokens): "
+            + ", ".join(f"{name} {ms:.1f} ms" for name, ms in medians.items())
+        )
     pipelines = []
     for spec in args.model:
         pipelines.append(pipeline_rates(spec, args.dev_corpus, args.repeats))
         r = pipelines[-1]
-        print(f"nlp.pipe {r['model']} ({r['quantize']}): packed {r['words_per_second']['packed']:,.0f}, buckets "
-              f"{r['words_per_second']['buckets']:,.0f} words/s ({r['speedup']:.2f}x), "
-              f"labels differ {r['tokens_labelled_differently']:.4%}")
-    report({"inputs": args.inputs, "hidden": args.hidden, "depth": args.depth, "threads": args.threads,
-            "repeats": args.repeats, "cases": rows, "pipelines": pipelines}, args.output)
+        print(
+            f"nlp.pipe {r['model']} ({r['quantize']}): packed {r['words_per_second']['packed']:,.0f}, buckets "
+            f"{r['words_per_second']['buckets']:,.0f} words/s ({r['speedup']:.2f}x), "
+            f"labels differ {r['tokens_labelled_differently']:.4%}"
+        )
+    report(
+        {
+            "inputs": args.inputs,
+            "hidden": args.hidden,
+            "depth": args.depth,
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "cases": rows,
+            "pipelines": pipelines,
+        },
+        args.output,
+    )
 
 
 if __name__ == "__main__":

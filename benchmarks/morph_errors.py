@@ -16,6 +16,7 @@ tokens `morph_acc` counts, "_" included):
   model without tags), by lowercased word and the features that differ
   ("it: Case=Nom -> Case=Acc").
 """
+
 import argparse
 import collections
 from pathlib import Path

@@ -21,6 +21,7 @@ with crf_morphologizer's scores (spacy_crf.scorers.morph_scores), whatever
 component wrote them: the same definition for crf_morphologizer and spaCy's
 morphologizer, whose own scorer has no whole-bundle accuracy.
 """
+
 import argparse
 import json
 import sys
@@ -40,8 +41,8 @@ from .common import gold_sentences
 CONFIG_ORDER = ["cpu_morph", "cpu_morph_full", "cpu_morph_linear", "cpu_morph_docs", "cpu_morph_char", "baseline_pos"]
 # runs of a config with settings changed on the command line (morph-ablation, morph-emissions)
 VARIANTS = {
-    "cpu_morph_full": "`configs/cpu_morph.cfg`, transitions = \"full\"",
-    "cpu_morph_linear": "`configs/cpu_morph.cfg`, emissions = \"full\"",
+    "cpu_morph_full": '`configs/cpu_morph.cfg`, transitions = "full"',
+    "cpu_morph_linear": '`configs/cpu_morph.cfg`, emissions = "full"',
     "cpu_morph_docs": "`configs/cpu_morph.cfg`, trained on whole docs (corpora.train.gold_preproc = false)",
 }
 # McNemar files of the paired-morph command, in the table's order
@@ -134,7 +135,8 @@ def treebank_table(metrics: Path, treebank: str) -> List[str]:
 def configs_in(folder: Path) -> List[str]:
     """The configs with a score file in a treebank's folder, the workflow's first."""
     configs = {
-        config_of(path.stem) for path in folder.glob("*.json")
+        config_of(path.stem)
+        for path in folder.glob("*.json")
         if path.stem != "unseen_bundles" and not path.stem.startswith("paired_")
     }
     return [c for c in CONFIG_ORDER if c in configs] + sorted(configs - set(CONFIG_ORDER))
@@ -192,7 +194,9 @@ def write_tables(metrics_dir: str) -> List[str]:
 
 def main(argv: List[str]) -> int:
     if argv and argv[0] == "score":
-        parser = argparse.ArgumentParser(prog="python -m benchmarks.morph_table score", description=score_bundles.__doc__.splitlines()[0])
+        parser = argparse.ArgumentParser(
+            prog="python -m benchmarks.morph_table score", description=score_bundles.__doc__.splitlines()[0]
+        )
         parser.add_argument("model")
         parser.add_argument("dev")
         parser.add_argument("--output", type=Path, required=True)
@@ -204,7 +208,10 @@ def main(argv: List[str]) -> int:
         return 0
     lines = write_tables(argv[0] if argv else "metrics")
     if not lines:
-        print(f"No treebank in {argv[0] if argv else 'metrics'}/morph/: run `spacy project run morph .` first", file=sys.stderr)
+        print(
+            f"No treebank in {argv[0] if argv else 'metrics'}/morph/: run `spacy project run morph .` first",
+            file=sys.stderr,
+        )
         return 1
     print("\n".join(lines))
     return 0

@@ -12,6 +12,7 @@ two-sided p-value: twice the share of draws whose difference is on the far side
 of zero (at least 1/samples), the paired bootstrap of Koehn (2004) and of
 Berg-Kirkpatrick et al. (2012).
 """
+
 from typing import Dict, List, Sequence
 
 import numpy
@@ -49,8 +50,9 @@ def precision_recall_f1(counts: numpy.ndarray) -> Dict[str, float]:
     }
 
 
-def paired_bootstrap(counts_a: numpy.ndarray, counts_b: numpy.ndarray, *, samples: int = 10000,
-                     seed: int = 0) -> Dict[str, float]:
+def paired_bootstrap(
+    counts_a: numpy.ndarray, counts_b: numpy.ndarray, *, samples: int = 10000, seed: int = 0
+) -> Dict[str, float]:
     """F1 of A and B (in %), A - B, its 95% interval and the two-sided p-value over doc resamples."""
     if counts_a.shape != counts_b.shape or counts_a.ndim != 2 or counts_a.shape[1] != 3:
         raise ValueError(f"need two (n_docs, 3) count arrays of one shape, got {counts_a.shape} and {counts_b.shape}")

@@ -12,6 +12,7 @@ whole feature set, "pos+morph" the UPOS and the whole feature set,
 several values from one tagging of the dev data by each model; --output-dir
 writes each comparison to paired_<attr>.json (paired_pos.json for pos_).
 """
+
 import argparse
 import json
 from pathlib import Path
@@ -64,8 +65,9 @@ def main():
     parser.add_argument("model_a")
     parser.add_argument("model_b")
     parser.add_argument("dev")
-    parser.add_argument("--attr", action="append", choices=ATTRS,
-                        help="the compared value (default tag_); repeat it to compare several")
+    parser.add_argument(
+        "--attr", action="append", choices=ATTRS, help="the compared value (default tag_); repeat it to compare several"
+    )
     parser.add_argument("--output", type=Path, help="also write the result as JSON (one --attr)")
     parser.add_argument("--output-dir", type=Path, help="also write each result to paired_<attr>.json here")
     args = parser.parse_args()
@@ -75,8 +77,10 @@ def main():
     gold_docs = gold_sentences(args.dev, spacy.blank("en").vocab)
     docs_a = list(tag_gold_tokens(args.model_a, gold_docs))
     docs_b = list(tag_gold_tokens(args.model_b, gold_docs))
-    results = {attr: {**compare(gold_docs, docs_a, docs_b, attr), "model_a": args.model_a, "model_b": args.model_b}
-               for attr in attrs}
+    results = {
+        attr: {**compare(gold_docs, docs_a, docs_b, attr), "model_a": args.model_a, "model_b": args.model_b}
+        for attr in attrs
+    }
     print(json.dumps(results[attrs[0]] if len(attrs) == 1 else results, indent=2))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,7 @@ nothing: it times the saved best model again (with the `--spacy-model`
 pipelines, e.g. after a change to crf_tagger) and replaces the inference
 figures in the `--output` JSON, whose training figures stay ("retimed": true).
 """
+
 import argparse
 import json
 import logging
@@ -86,11 +87,11 @@ class PeerErrors(metaclass=ErrorsWithCodes):
     E001 upwards, corpus tagging's E101 upwards)."""
 
     E201 = (
-        "benchmarks.peers needs Flair: pip install -e \".[peers]\" (from the "
-        "repository root; or pip install \"spacy-crf[peers]\")."
+        'benchmarks.peers needs Flair: pip install -e ".[peers]" (from the '
+        'repository root; or pip install "spacy-crf[peers]").'
     )
     E202 = (
-        "{path} tags a token \"O\" in its {column} column, which Flair's column "
+        '{path} tags a token "O" in its {column} column, which Flair\'s column '
         "reader drops as no tag: its token accuracy would be wrong."
     )
     E203 = "{path} holds no sentence with a {column} column."
@@ -107,8 +108,8 @@ class PeerErrors(metaclass=ErrorsWithCodes):
         "scored {then}: --retime needs the same data and settings as that run."
     )
     E207 = (
-        "benchmarks.udpipe needs UDPipe 1's bindings: pip install -e \".[udpipe]\" "
-        "(from the repository root; or pip install \"spacy-crf[udpipe]\")."
+        'benchmarks.udpipe needs UDPipe 1\'s bindings: pip install -e ".[udpipe]" '
+        '(from the repository root; or pip install "spacy-crf[udpipe]").'
     )
     E208 = "UDPipe could not read {path}: {message}"
     E209 = "UDPipe could not train its tagger: {message}"
@@ -270,8 +271,9 @@ def parse_spacy_model(spec: str) -> Tuple[str, str, Dict]:
     return name, path, dot_to_dict(parse_config_overrides(args))
 
 
-def spacy_side_by_side(models: List[str], tagger, sentences: Sentences, *, column: str, repeats: int,
-                       batch_size: int) -> Dict[str, Dict]:
+def spacy_side_by_side(
+    models: List[str], tagger, sentences: Sentences, *, column: str, repeats: int, batch_size: int
+) -> Dict[str, Dict]:
     """Inference words/s and dev accuracy of spaCy pipelines (NAME=PATH) beside
     the Flair tagger: one doc per sentence (Flair's unit), gold tokens, one
     pass of each system in turn, `repeats` times, after a warm-up of each."""
@@ -286,17 +288,25 @@ def spacy_side_by_side(models: List[str], tagger, sentences: Sentences, *, colum
         name, path, overrides = parse_spacy_model(spec)
         nlp = spacy.load(path, config=overrides)
         docs = [Doc(nlp.vocab, words=list(words)) for words, _ in sentences]
-        right = sum(getattr(token, attr) == gold for doc, (_, tags) in zip(nlp.pipe(d.copy() for d in docs), sentences)
-                    for token, gold in zip(doc, tags))
+        right = sum(
+            getattr(token, attr) == gold
+            for doc, (_, tags) in zip(nlp.pipe(d.copy() for d in docs), sentences)
+            for token, gold in zip(doc, tags)
+        )
         pipelines[name] = (nlp, docs, 100.0 * right / sum(len(doc) for doc in docs))
     rates: Dict[str, List[float]] = {name: [] for name in ["flair", *pipelines]}
     for _ in range(repeats):
         rates["flair"] += predict_rate(tagger, sentences, repeats=1, batch_size=batch_size)[1]
         for name, (nlp, docs, _) in pipelines.items():
             rates[name] += words_per_second(nlp, docs, repeats=1, batch_size=batch_size)[1]
-    return {name: {"words_per_second": round(statistics.median(runs), 1), "runs": [round(r, 1) for r in runs],
-                   "dev_accuracy": round(pipelines[name][2], 4) if name in pipelines else None}
-            for name, runs in rates.items()}
+    return {
+        name: {
+            "words_per_second": round(statistics.median(runs), 1),
+            "runs": [round(r, 1) for r in runs],
+            "dev_accuracy": round(pipelines[name][2], 4) if name in pipelines else None,
+        }
+        for name, runs in rates.items()
+    }
 
 
 def time_inference(tagger, dev: Sentences, args: argparse.Namespace) -> Dict:
@@ -308,8 +318,13 @@ def time_inference(tagger, dev: Sentences, args: argparse.Namespace) -> Dict:
     tagger.eval()
     rate, rates, n_dev_words = predict_rate(tagger, dev, repeats=args.repeats, batch_size=args.batch_size)
     dev_accuracy = accuracy(tagger, dev, args.batch_size)
-    side_by_side = spacy_side_by_side(args.spacy_model, tagger, dev, column=args.column, repeats=args.repeats,
-                                      batch_size=args.batch_size) if args.spacy_model else None
+    side_by_side = (
+        spacy_side_by_side(
+            args.spacy_model, tagger, dev, column=args.column, repeats=args.repeats, batch_size=args.batch_size
+        )
+        if args.spacy_model
+        else None
+    )
     if side_by_side:
         side_by_side["flair"]["dev_accuracy"] = round(dev_accuracy, 4)
     return {
@@ -334,17 +349,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--min-freq", type=int, default=2, help="rarer train words share <unk>")
     parser.add_argument("--word-dim", type=int, default=100, help="width of the word embeddings")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--spacy-model", action="append", default=[],
-                        help="NAME=PATH[,SECTION.KEY=VALUE...]: a spaCy pipeline (loaded with those config "
-                             "values, e.g. components.crf_tagger.quantize=int8) whose inference is timed in turn "
-                             "with Flair's")
+    parser.add_argument(
+        "--spacy-model",
+        action="append",
+        default=[],
+        help="NAME=PATH[,SECTION.KEY=VALUE...]: a spaCy pipeline (loaded with those config "
+        "values, e.g. components.crf_tagger.quantize=int8) whose inference is timed in turn "
+        "with Flair's",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("training/peers/flair"))
     add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
-    parser.add_argument("--retime", action="store_true",
-                        help="train nothing: time the inference of WORKDIR/model/best-model.pt (or "
-                             "final-model.pt) again (with the --spacy-model pipelines) and update those figures "
-                             "in the JSON at --output, which keeps the training figures of the run that trained it")
+    parser.add_argument(
+        "--retime",
+        action="store_true",
+        help="train nothing: time the inference of WORKDIR/model/best-model.pt (or "
+        "final-model.pt) again (with the --spacy-model pipelines) and update those figures "
+        "in the JSON at --output, which keeps the training figures of the run that trained it",
+    )
     args = parser.parse_args(argv)
     use_allocator(args.allocator)
     if args.retime and not (args.output and args.output.exists()):
@@ -365,9 +387,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     # before Flair (and the transformers it imports) loads: no hub, no cache
     # outside the workdir, and --threads threads (torch is imported already:
     # set_num_threads below is what counts)
-    os.environ.update({"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
-                       "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                       "FLAIR_CACHE_ROOT": str((args.workdir / "cache").resolve())})
+    os.environ.update(
+        {
+            "OMP_NUM_THREADS": str(args.threads),
+            "MKL_NUM_THREADS": str(args.threads),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "FLAIR_CACHE_ROOT": str((args.workdir / "cache").resolve()),
+        }
+    )
     import torch
 
     torch.set_num_threads(args.threads)
@@ -392,9 +420,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.getLogger("flair").addFilter(lambda record: not isinstance(record.msg, list))
     flair.device = torch.device("cpu")
     flair.set_seed(args.seed)
-    corpus = ColumnCorpus(data, {0: "text", 1: TAG_TYPE}, train_file="train.txt", dev_file="dev.txt",
-                          autofind_splits=False, sample_missing_splits=False, column_delimiter="\t",
-                          comment_symbol=None, in_memory=True)
+    corpus = ColumnCorpus(
+        data,
+        {0: "text", 1: TAG_TYPE},
+        train_file="train.txt",
+        dev_file="dev.txt",
+        autofind_splits=False,
+        sample_missing_splits=False,
+        column_delimiter="\t",
+        comment_symbol=None,
+        in_memory=True,
+    )
     for split, dataset, sentences in (("train", corpus.train, train), ("dev", corpus.dev, dev)):
         flair_words = sum(len(dataset[i]) for i in range(len(dataset)))
         ours = sum(len(words) for words, _ in sentences)
@@ -409,12 +445,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         for word in words:
             for char in word:
                 chars.add_item(char)
-    embeddings = StackedEmbeddings([
-        OneHotEmbeddings.from_corpus(corpus, min_freq=args.min_freq, embedding_length=args.word_dim),
-        CharacterEmbeddings(path_to_char_dict=chars, char_embedding_dim=25, hidden_size_char=25),
-    ])
-    tagger = SequenceTagger(hidden_size=256, embeddings=embeddings, tag_dictionary=tag_dictionary,
-                            tag_type=TAG_TYPE, use_crf=True)
+    embeddings = StackedEmbeddings(
+        [
+            OneHotEmbeddings.from_corpus(corpus, min_freq=args.min_freq, embedding_length=args.word_dim),
+            CharacterEmbeddings(path_to_char_dict=chars, char_embedding_dim=25, hidden_size_char=25),
+        ]
+    )
+    tagger = SequenceTagger(
+        hidden_size=256, embeddings=embeddings, tag_dictionary=tag_dictionary, tag_type=TAG_TYPE, use_crf=True
+    )
     if args.retime:
         # SequenceTagger.load of stacked embeddings predicts wrongly (flair
         # issue #3459): the tagger is built as for training and takes the
@@ -430,13 +469,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         settings = {**trained["settings"], "repeats": args.repeats, "predict_batch_size": args.batch_size}
         result = {**trained, **inference, "settings": settings, "retimed": True, "environment": environment()}
         write_json(result, args.output)
-        print(f"flair (retimed): predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
-              f"dev accuracy {result['dev_accuracy']:.2f}")
+        print(
+            f"flair (retimed): predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
+            f"dev accuracy {result['dev_accuracy']:.2f}"
+        )
         return 0
     clock = epoch_clock(start, args.max_minutes * 60 if args.max_minutes is not None else None)
     trainer = ModelTrainer(tagger, corpus)
-    trainer.train(args.workdir / "model", learning_rate=0.1, mini_batch_size=32, max_epochs=args.epochs,
-                  embeddings_storage_mode="none", plugins=[clock])  # the rest: Flair's defaults
+    trainer.train(
+        args.workdir / "model",
+        learning_rate=0.1,
+        mini_batch_size=32,
+        max_epochs=args.epochs,
+        embeddings_storage_mode="none",
+        plugins=[clock],
+    )  # the rest: Flair's defaults
     seconds = time.perf_counter() - start  # the best epoch's model loaded back
 
     inference = time_inference(tagger, dev, args)
@@ -444,25 +491,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     scores = [p["score"] for p in clock.points]
     stopped_early = clock.epochs_done < args.epochs
     settings = {
-        "column": args.column, "epochs": args.epochs, "max_minutes": args.max_minutes, "threads": args.threads,
-        "inference_threads": 1, "predict_batch_size": args.batch_size, "repeats": args.repeats, "seed": args.seed,
+        "column": args.column,
+        "epochs": args.epochs,
+        "max_minutes": args.max_minutes,
+        "threads": args.threads,
+        "inference_threads": 1,
+        "predict_batch_size": args.batch_size,
+        "repeats": args.repeats,
+        "seed": args.seed,
         "word_embeddings": f"OneHotEmbeddings.from_corpus(min_freq={args.min_freq}, embedding_length={args.word_dim})",
         "char_embeddings": "CharacterEmbeddings(char_embedding_dim=25, hidden_size_char=25), chars of train",
         "tagger": "SequenceTagger(hidden_size=256, rnn_layers=1, use_crf=True, dropout=0.0, word_dropout=0.05, "
-                  "locked_dropout=0.5, reproject_embeddings=True)",
+        "locked_dropout=0.5, reproject_embeddings=True)",
         "trainer": "ModelTrainer.train(learning_rate=0.1, mini_batch_size=32, optimizer=SGD, anneal_factor=0.5, "
-                   "patience=3, max_grad_norm=5, best epoch on dev kept)",
-        "train": str(args.train), "dev": str(args.dev), "train_sentences": len(train),
-        "dev_sentences": len(dev), "vocabulary": len(embeddings.embeddings[0].vocab_dictionary),
-        "tags": len({t for _, tags in train for t in tags}), "unseen_dev_tags": unseen_dev_tags,
+        "patience=3, max_grad_norm=5, best epoch on dev kept)",
+        "train": str(args.train),
+        "dev": str(args.dev),
+        "train_sentences": len(train),
+        "dev_sentences": len(dev),
+        "vocabulary": len(embeddings.embeddings[0].vocab_dictionary),
+        "tags": len({t for _, tags in train for t in tags}),
+        "unseen_dev_tags": unseen_dev_tags,
     }
     result = {
         "system": "flair.SequenceTagger",
         "flair": flair.__version__,
         "settings": settings,
-        "settings_text": (f"Flair {flair.__version__} SequenceTagger: one-hot words (min freq {args.min_freq}, "
-                          f"{args.word_dim} wide) + char BiLSTM, BiLSTM 256, CRF; SGD 0.1, batch 32, "
-                          f"{args.threads} thread(s)"),
+        "settings_text": (
+            f"Flair {flair.__version__} SequenceTagger: one-hot words (min freq {args.min_freq}, "
+            f"{args.word_dim} wide) + char BiLSTM, BiLSTM 256, CRF; SGD 0.1, batch 32, "
+            f"{args.threads} thread(s)"
+        ),
         "points": clock.points,
         "seconds": round(seconds, 2),
         "best": max(scores) if scores else None,
@@ -470,20 +529,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         "epochs_done": clock.epochs_done,
         "stopped_early": stopped_early,
         "stop_reason": ("max-minutes" if clock.out_of_time else "learning rate annealed below Flair's minimum")
-        if stopped_early else None,
+        if stopped_early
+        else None,
         "train_words": train_words,
         "train_seconds": round(clock.train_seconds, 2),
         "train_words_per_second": round(train_words * clock.epochs_done / clock.train_seconds, 1)
-        if clock.train_seconds else None,
+        if clock.train_seconds
+        else None,
         **inference,
         "flair_dev_accuracy": clock.accuracies,
         "environment": environment(),
     }
     write_json(result, args.output)
-    print(f"flair {flair.__version__}: {clock.epochs_done} epochs in {seconds:.0f} s, best dev {result['best']}, "
-          f"final {result['final']}; train {result['train_words_per_second']} words/s, "
-          f"predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
-          f"dev accuracy {result['dev_accuracy']:.2f}")
+    print(
+        f"flair {flair.__version__}: {clock.epochs_done} epochs in {seconds:.0f} s, best dev {result['best']}, "
+        f"final {result['final']}; train {result['train_words_per_second']} words/s, "
+        f"predict {result['pipe_words_per_second']:,.0f} words/s (1 thread), "
+        f"dev accuracy {result['dev_accuracy']:.2f}"
+    )
     return 0
 
 

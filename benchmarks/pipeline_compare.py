@@ -14,6 +14,7 @@ Measures, with the same thread count, medians over repeats taken in turn:
      feeds them); --whole-docs times the corpus' multi-sentence docs through
      spaCy's tokenizer instead.
 """
+
 import argparse
 import statistics
 import time
@@ -88,8 +89,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--train-words", type=int, default=20000)
-    parser.add_argument("--whole-docs", action="store_true",
-                        help="train on the corpus' multi-sentence docs, whatever the configs say")
+    parser.add_argument(
+        "--whole-docs", action="store_true", help="train on the corpus' multi-sentence docs, whatever the configs say"
+    )
     add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
@@ -105,8 +107,11 @@ def main() -> None:
     for name, nlp in systems.items():
         examples[name], gold_preproc = training_examples(nlp, args.train, whole_docs=args.whole_docs)
         units[name] = TRAINING_UNITS[gold_preproc]
-    train = in_turn(systems, max(1, args.repeats // 2),
-                    lambda name: training_words_per_second(systems[name], examples[name], words=args.train_words))
+    train = in_turn(
+        systems,
+        max(1, args.repeats // 2),
+        lambda name: training_words_per_second(systems[name], examples[name], words=args.train_words),
+    )
     result = {
         "threads": args.threads,
         "pipe_words_per_second": {k: round(statistics.median(v)) for k, v in pipe.items()},
@@ -122,9 +127,11 @@ def main() -> None:
     print("|---|---|---|")
     for name in p:
         print(f"| {name} | {p[name]:,} | {t[name]:,} |")
-    print(f"crf_tagger/spaCy: pipe {p['crf_tagger'] / p['spaCy tagger']:.2f}x, "
-          f"training {t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi = "
-          f"{100 * result['decode_share_of_encoder']:.1f}% of the encoder's time in predict")
+    print(
+        f"crf_tagger/spaCy: pipe {p['crf_tagger'] / p['spaCy tagger']:.2f}x, "
+        f"training {t['crf_tagger'] / t['spaCy tagger']:.2f}x; Viterbi = "
+        f"{100 * result['decode_share_of_encoder']:.1f}% of the encoder's time in predict"
+    )
     write_json(result, args.output)
 
 

@@ -5,6 +5,7 @@
 
 Prints and writes the median over repeats, after one warm-up pass.
 """
+
 import argparse
 from pathlib import Path
 

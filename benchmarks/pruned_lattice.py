@@ -31,6 +31,7 @@ config's setting) is scored the same way with its own exact Viterbi, for the
 third corner of the ablation. All decodes run spacy_crf's CPU code (Numba)
 on one thread.
 """
+
 import argparse
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -172,8 +173,9 @@ def seen_share(gold: List[numpy.ndarray]) -> float:
     return round(100 * sum(int((g >= 0).sum()) for g in gold) / max(sum(len(g) for g in gold), 1), 2)
 
 
-def score_paths(paths: numpy.ndarray, lengths: numpy.ndarray, gold: List[numpy.ndarray],
-                exact: Optional[numpy.ndarray] = None) -> Dict[str, float]:
+def score_paths(
+    paths: numpy.ndarray, lengths: numpy.ndarray, gold: List[numpy.ndarray], exact: Optional[numpy.ndarray] = None
+) -> Dict[str, float]:
     """Bundle accuracy over every token (a gold bundle unseen in training
     counts as an error), and the share of tokens labelled as `exact` labels them."""
     right = same = total = 0
@@ -211,59 +213,83 @@ def network_scores(model_path: str, corpus: str):
 def measure(args) -> Dict:
     nlp, crf, gold_docs, scores = network_scores(args.full_model, args.corpus)
     if scores.classes is not None:
-        raise SystemExit(f"{args.full_model} was trained with factored transitions: give a transitions = \"full\" one")
+        raise SystemExit(f'{args.full_model} was trained with factored transitions: give a transitions = "full" one')
     gold = gold_ids(crf, gold_docs)
     em = scores.emissions.detach().float().contiguous().numpy()
     lengths = scores.mask.sum(1).numpy().astype(numpy.int64)
-    trans, start, end = (x.detach().float().contiguous().numpy() for x in (scores.transitions, scores.start, scores.end))
+    trans, start, end = (
+        x.detach().float().contiguous().numpy() for x in (scores.transitions, scores.start, scores.end)
+    )
     n_tokens = int(lengths.sum())
 
     seen = seen_share(gold)  # every label kept
     exact_paths = dispatch.viterbi_decode(scores)[0].numpy()
-    rows = [{
-        "decoder": "full, exact", "keep": len(crf.tags),
-        "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(scores), args.repeats), 2),
-        "kept_gold": seen, **score_paths(exact_paths, lengths, gold, exact_paths),
-    }]
+    rows = [
+        {
+            "decoder": "full, exact",
+            "keep": len(crf.tags),
+            "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(scores), args.repeats), 2),
+            "kept_gold": seen,
+            **score_paths(exact_paths, lengths, gold, exact_paths),
+        }
+    ]
     for keep in args.keep:
         kept = kept_labels(em, keep, lengths)
         paths, _ = pruned_viterbi(em, lengths, kept, trans, start, end)
         in_lattice = sum(int((k_b[: len(g)] == g[:, None]).any(1).sum()) for g, k_b in zip(gold, kept))
         first_ms = median_ms(lambda keep=keep: kept_labels(em, keep, lengths), args.repeats)
         lattice_ms = median_ms(lambda kept=kept: pruned_viterbi(em, lengths, kept, trans, start, end), args.repeats)
-        rows.append({
-            "decoder": "full, pruned", "keep": keep, "decode_ms": round(first_ms + lattice_ms, 2),
-            "first_pass_ms": round(first_ms, 2),
-            "kept_gold": round(100 * in_lattice / n_tokens, 2),
-            **score_paths(paths, lengths, gold, exact_paths),
-        })
+        rows.append(
+            {
+                "decoder": "full, pruned",
+                "keep": keep,
+                "decode_ms": round(first_ms + lattice_ms, 2),
+                "first_pass_ms": round(first_ms, 2),
+                "kept_gold": round(100 * in_lattice / n_tokens, 2),
+                **score_paths(paths, lengths, gold, exact_paths),
+            }
+        )
     if args.factored:
         _, f_crf, f_gold_docs, f_scores = network_scores(args.factored, args.corpus)
         f_paths = dispatch.viterbi_decode(f_scores)[0].numpy()
         f_lengths = f_scores.mask.sum(1).numpy()
         f_gold = gold_ids(f_crf, f_gold_docs)
-        rows.append({
-            "decoder": "factored, exact", "keep": len(f_crf.tags),
-            "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(f_scores), args.repeats), 2),
-            "kept_gold": seen_share(f_gold),
-            **score_paths(f_paths, f_lengths, f_gold),
-        })
+        rows.append(
+            {
+                "decoder": "factored, exact",
+                "keep": len(f_crf.tags),
+                "decode_ms": round(median_ms(lambda: dispatch.viterbi_decode(f_scores), args.repeats), 2),
+                "kept_gold": seen_share(f_gold),
+                **score_paths(f_paths, f_lengths, f_gold),
+            }
+        )
     return {
         "environment": environment(),
-        "full_model": args.full_model, "factored_model": args.factored, "corpus": args.corpus,
-        "labels": len(crf.tags), "sequences": len(gold_docs), "tokens": n_tokens,
-        "threads": args.threads, "repeats": args.repeats, "rows": rows,
+        "full_model": args.full_model,
+        "factored_model": args.factored,
+        "corpus": args.corpus,
+        "labels": len(crf.tags),
+        "sequences": len(gold_docs),
+        "tokens": n_tokens,
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "rows": rows,
     }
 
 
 def table(record: Dict) -> str:
-    lines = ["| decoder | bundles kept a token | decode ms (first pass) | gold bundle kept | labelled as the exact Viterbi "
-             "| bundle accuracy |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| decoder | bundles kept a token | decode ms (first pass) | gold bundle kept | labelled as the exact Viterbi "
+        "| bundle accuracy |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in record["rows"]:
         same = f"{r['as_exact']:.2f}%" if "as_exact" in r else "-"
         first = f" ({r['first_pass_ms']:.1f})" if "first_pass_ms" in r else ""
-        lines.append(f"| {r['decoder']} | {r['keep']:,} | {r['decode_ms']:.1f}{first} | {r['kept_gold']:.2f}% | {same} | "
-                     f"{r['bundle_accuracy']:.2f} |")
+        lines.append(
+            f"| {r['decoder']} | {r['keep']:,} | {r['decode_ms']:.1f}{first} | {r['kept_gold']:.2f}% | {same} | "
+            f"{r['bundle_accuracy']:.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ taken in turn on one thread, medians of the repeats; the dev score of each
 (spaCy's scorer on the corpus' sentences, as `spacy evaluate --gold-preproc`),
 and the share of tokens whose label each mode changes.
 """
+
 import argparse
 import statistics
 from pathlib import Path
@@ -58,8 +59,13 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--score", default="tag_acc")
     parser.add_argument("--attr", default="tag_", help="the token attribute compared: tag_, pos_, morph or ent_iob_")
     parser.add_argument("--baseline-name", default="spaCy tagger", help="what the baseline pipeline is called")
-    parser.add_argument("--modes", nargs="+", default=["int8", "bf16"], choices=["int8", "bf16"],
-                        help="the quantize modes timed beside float32")
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["int8", "bf16"],
+        choices=["int8", "bf16"],
+        help="the quantize modes timed beside float32",
+    )
     add_allocator_argument(parser)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -107,9 +113,11 @@ def table(result: Dict) -> str:
         changed = {"int8": changed}
     for mode, share in changed.items():
         name = f"crf_tagger {mode}"
-        lines.append(f"{mode} against float32: {rates[name] / rates['crf_tagger']:.2f}x the words/s, "
-                     f"{scores[name] - scores['crf_tagger']:+.2f} dev {result['score']}, "
-                     f"{100 * share:.2f}% of the tokens labelled differently.")
+        lines.append(
+            f"{mode} against float32: {rates[name] / rates['crf_tagger']:.2f}x the words/s, "
+            f"{scores[name] - scores['crf_tagger']:+.2f} dev {result['score']}, "
+            f"{100 * share:.2f}% of the tokens labelled differently."
+        )
     return "\n".join(lines)
 
 

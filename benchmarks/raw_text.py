@@ -27,6 +27,7 @@ spacy-crf component's (crf_tagger, crf_morphologizer, crf_ner) `by_sentence`
 as the pipeline ran. Scores are the pipeline's own
 (tag_acc, pos_acc, morph_acc, whichever it has), in percent.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -86,8 +87,10 @@ def main(argv=None) -> int:
     try:
         overrides = parse_config_overrides(list(rest), env_var=None)  # it empties its list
     except (ClickException, SystemExit):
-        parser.error(f"unrecognized arguments: {' '.join(rest)} (after the arguments, only config "
-                     "overrides such as --components.crf_tagger.by_sentence true)")
+        parser.error(
+            f"unrecognized arguments: {' '.join(rest)} (after the arguments, only config "
+            "overrides such as --components.crf_tagger.by_sentence true)"
+        )
     nlp = spacy.load(args.model, config=overrides)
     sentences = list(Corpus(args.dev, gold_preproc=True)(nlp))
     raw = list(Corpus(args.dev, gold_preproc=False)(nlp))

@@ -33,6 +33,7 @@ and `rejected` - `annotated` (rejections as the only answers), seed by seed and
 on average. The JSON holds the setup (docs, the weak model's dev F1, accepted and
 rejected spans), every run's scores, the arms' means and the gains.
 """
+
 import argparse
 import shutil
 import subprocess
@@ -54,9 +55,20 @@ GAINS = {"rejections_beside_accepts": ("accepted+rejected", "accepted"), "reject
 def train(config: str, train_path: Path, dev: str, output: Path, steps: int, overrides: List[str]) -> None:
     """Run `spacy train` for `steps` steps (the config's learning rate schedule)."""
     command = [
-        sys.executable, "-m", "spacy", "train", config, "--output", str(output),
-        "--paths.train", str(train_path), "--paths.dev", dev,
-        "--training.max_steps", str(steps), *overrides,
+        sys.executable,
+        "-m",
+        "spacy",
+        "train",
+        config,
+        "--output",
+        str(output),
+        "--paths.train",
+        str(train_path),
+        "--paths.dev",
+        dev,
+        "--training.max_steps",
+        str(steps),
+        *overrides,
     ]
     subprocess.run(command, check=True)
 
@@ -72,8 +84,11 @@ def evaluate(model: Path, dev: str) -> Dict[str, float]:
 def entity_component(config) -> str:
     """The name of the config's entity recognizer: its one crf_ner (or a 0.x
     config's crf_tagger)."""
-    names = [name for name, component in config["components"].items()
-             if component.get("factory") in ("crf_ner", "crf_tagger")]
+    names = [
+        name
+        for name, component in config["components"].items()
+        if component.get("factory") in ("crf_ner", "crf_tagger")
+    ]
     if len(names) != 1:
         raise SystemExit(f"the config needs one crf_ner component, it has {names}")
     return names[0]
@@ -153,8 +168,12 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="train every arm once per seed")
-    parser.add_argument("--start", choices=("scratch", "weak"), default="scratch",
-                        help="train every arm from scratch, or go on training the weak model")
+    parser.add_argument(
+        "--start",
+        choices=("scratch", "weak"),
+        default="scratch",
+        help="train every arm from scratch, or go on training the weak model",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("training/rejected_spans"))
     parser.add_argument("--output", type=Path, default=Path("metrics/ner/rejected_spans.json"))
     args = parser.parse_args(argv)
@@ -189,8 +208,13 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             output = args.workdir / arm / f"seed{seed}"
             train(config, path, args.dev, output, args.steps, [*overrides, "--system.seed", str(seed)])
-            runs[arm].append({"seed": seed, "best": evaluate(output / "model-best", args.dev),
-                              "last": evaluate(output / "model-last", args.dev)})
+            runs[arm].append(
+                {
+                    "seed": seed,
+                    "best": evaluate(output / "model-best", args.dev),
+                    "last": evaluate(output / "model-last", args.dev),
+                }
+            )
     record = {
         "config": args.config,
         "train_docs": len(docs),

@@ -17,6 +17,7 @@ fits it), and the share of predictions in each bin. Prints the ECE and
 Brier scores as JSON; `--json` also writes them with every bin. Needs
 matplotlib (`pip install matplotlib`).
 """
+
 import argparse
 import json
 import sys
@@ -35,8 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("dev", help="annotated docs: a .spacy file or a folder of them")
     parser.add_argument("--output", required=True, help="the image to write (.png, .svg, .pdf)")
     parser.add_argument("--json", default=None, help="also write the bins and scores as JSON here")
-    parser.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
-                        help="read the docs on their gold tokens, one sentence per doc")
+    parser.add_argument(
+        "--gold-preproc",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="read the docs on their gold tokens, one sentence per doc",
+    )
     parser.add_argument("--component", default=None, help="the spacy-crf component (default: the only one)")
     parser.add_argument("--bins", type=int, default=N_BINS, help="equal-width bins of probability")
     return parser
@@ -55,10 +60,18 @@ def curve(outcomes: Outcomes, n_bins: int) -> Dict[str, Any]:
     precision = {}
     for t in PRECISION_AT:
         kept = outcomes.probs >= t
-        precision[str(t)] = {"n": int(kept.sum()), "precision": float(outcomes.right[kept].mean()) if kept.any() else None}
+        precision[str(t)] = {
+            "n": int(kept.sum()),
+            "precision": float(outcomes.right[kept].mean()) if kept.any() else None,
+        }
     floor = sampling_ece(outcomes.probs, n_bins=n_bins) if len(outcomes) else None
-    return {**outcomes.metrics(n_bins), "ece_sampling": floor, "n": len(outcomes), "bins": bins.to_dict(),
-            "precision_at": precision}
+    return {
+        **outcomes.metrics(n_bins),
+        "ece_sampling": floor,
+        "n": len(outcomes),
+        "bins": bins.to_dict(),
+        "precision_at": precision,
+    }
 
 
 def summary(before: CalibrationReport, after: CalibrationReport, n_bins: int) -> Dict[str, Any]:
@@ -106,8 +119,13 @@ def plot(result: Dict[str, Any], path: Path, title: str) -> None:
             # one temperature, or a label of several (pooled pipelines)
             tau = data["temperature"]
             tau = "-" if tau is None else tau if isinstance(tau, str) else f"{tau:.3g}"
-            ax.plot([c for c, _ in points], [a for _, a in points], style, markersize=4,
-                    label=f"{when}: tau = {tau}, ECE {ece}")
+            ax.plot(
+                [c for c, _ in points],
+                [a for _, a in points],
+                style,
+                markersize=4,
+                label=f"{when}: tau = {tau}, ECE {ece}",
+            )
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("probability")
@@ -144,11 +162,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({
-        kind: {when: {key: result[kind][when][key] for key in ("temperature", "ece", "brier", "n")}
-               for when in ("before", "after")}
-        for kind in result
-    }))
+    print(
+        json.dumps(
+            {
+                kind: {
+                    when: {key: result[kind][when][key] for key in ("temperature", "ece", "brier", "n")}
+                    for when in ("before", "after")
+                }
+                for kind in result
+            }
+        )
+    )
     return 0
 
 

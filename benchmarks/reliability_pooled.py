@@ -9,6 +9,7 @@ their entity bins are drawn as benchmarks.reliability draws its own, one panel,
 the temperatures of every pooled pipeline in the legend. Both must have
 measured the same docs.
 """
+
 import argparse
 import json
 import sys
@@ -40,7 +41,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
     before, after = (json.loads(path.read_text()) for path in (args.before, args.after))
     if before.get("dev") != after.get("dev"):
-        parser.error(f"BEFORE measured {before.get('dev')}, AFTER {after.get('dev')}: give two records of the same docs")
+        parser.error(
+            f"BEFORE measured {before.get('dev')}, AFTER {after.get('dev')}: give two records of the same docs"
+        )
     result = {"entities": {"before": panel(before), "after": panel(after)}}
     plot(result, args.plot, args.title or f"{args.after.stem}, pooled")
     print(f"wrote {args.plot}")

@@ -10,6 +10,7 @@ the settings the run used that the config file does not have today: its
 overrides, and what changed in the file since (read from the config spaCy saved
 in training/<name>/model-best; without one, the command's overrides).
 """
+
 import json
 import sys
 from pathlib import Path

@@ -7,6 +7,7 @@ runner starts them in benchmarks/, and the modules (scripts.*, benchmarks.*)
 and the paths they are given (configs/, corpus/, training/, metrics/) are the
 repository root's.
 """
+
 import os
 import subprocess
 import sys

@@ -27,6 +27,7 @@ shuffle; the docs keep their corpus order) and SECOND, if given, the rest. The
 same seed draws nested samples: the docs of --fraction 0.1 are among those of
 --fraction 0.25, so that a learning curve adds data rather than swapping it.
 """
+
 import argparse
 import random
 import sys
@@ -88,14 +89,23 @@ def main(argv=None) -> int:
     parser.add_argument("second", nargs="?", help="the second half (without --folds)")
     parser.add_argument("--interleave", action="store_true", help="even docs to the first half, odd docs to the second")
     parser.add_argument("--folds", type=int, default=0, help="split into this many folds instead")
-    parser.add_argument("--block", type=int, default=None, help="with --folds: consecutive docs dealt together (default 1)")
+    parser.add_argument(
+        "--block", type=int, default=None, help="with --folds: consecutive docs dealt together (default 1)"
+    )
     parser.add_argument("--output-dir", default=None, help="with --folds: where fold-k.spacy and rest-k.spacy go")
     parser.add_argument("--dev", default=None, help="with --folds: also print the share of this corpus' entities seen")
-    parser.add_argument("--fraction", type=float, default=None, help="FIRST gets this share of the docs, drawn at random")
+    parser.add_argument(
+        "--fraction", type=float, default=None, help="FIRST gets this share of the docs, drawn at random"
+    )
     parser.add_argument("--seed", type=int, default=0, help="with --fraction: the draw's seed")
     args = parser.parse_args(argv)
     if args.fraction is not None:
-        if args.first is None or args.folds or args.interleave or any(x is not None for x in (args.block, args.output_dir, args.dev)):
+        if (
+            args.first is None
+            or args.folds
+            or args.interleave
+            or any(x is not None for x in (args.block, args.output_dir, args.dev))
+        ):
             parser.error("--fraction takes FIRST [SECOND] and --seed")
         docs = list(DocBin().from_disk(args.corpus).get_docs(spacy.blank("xx").vocab))
         try:
@@ -108,7 +118,11 @@ def main(argv=None) -> int:
         print(f"{len(docs)} docs -> {len(chosen)} in {args.first} (fraction {args.fraction}, seed {args.seed})")
         return 0
     if not args.folds:
-        if args.first is None or args.second is None or any(x is not None for x in (args.block, args.output_dir, args.dev)):
+        if (
+            args.first is None
+            or args.second is None
+            or any(x is not None for x in (args.block, args.output_dir, args.dev))
+        ):
             parser.error("give FIRST and SECOND (halves), or --folds K --output-dir DIR [--block N]")
     elif args.first or args.second or args.interleave or args.output_dir is None:
         parser.error("--folds takes --output-dir and --block, not FIRST, SECOND or --interleave")
@@ -121,8 +135,10 @@ def main(argv=None) -> int:
         except ValueError:
             parser.error(f"--folds must be at least 2 and --block at least 1, got {args.folds} and {block}")
         if not all(held_out for held_out, _ in parts):
-            parser.error(f"{len(docs)} docs leave a fold empty: {args.folds} folds in blocks of {block} "
-                         f"need more than {(args.folds - 1) * block}")
+            parser.error(
+                f"{len(docs)} docs leave a fold empty: {args.folds} folds in blocks of {block} "
+                f"need more than {(args.folds - 1) * block}"
+            )
         output = Path(args.output_dir)
         output.mkdir(parents=True, exist_ok=True)
         for k, (held_out, rest) in enumerate(parts):

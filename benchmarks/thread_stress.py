@@ -21,6 +21,7 @@ label). torch.get_num_threads() is read before and after each threaded run.
 --control adds pipelines (spaCy's own tagger, say) run the same way, as
 saved. Prints a Markdown table and writes everything as JSON to --output.
 """
+
 import argparse
 import itertools
 from concurrent.futures import ThreadPoolExecutor
@@ -57,8 +58,9 @@ def load(path: Path, quantize: Optional[str] = None) -> Language:
     return spacy.load(path, config={"components": {crf_component_name(path): {"quantize": quantize}}})
 
 
-def stress(nlp: Language, texts: Sequence[str], threads: int, *, rounds: int = 1,
-           reference: Optional[List[Annotation]] = None) -> Dict:
+def stress(
+    nlp: Language, texts: Sequence[str], threads: int, *, rounds: int = 1, reference: Optional[List[Annotation]] = None
+) -> Dict:
     """Tag the texts with nlp(text) from `threads` threads at once, `rounds`
     times, and compare each doc with the one tagged in turn.
 
@@ -78,8 +80,13 @@ def stress(nlp: Language, texts: Sequence[str], threads: int, *, rounds: int = 1
         results = list(pool.map(lambda text: annotation(nlp(text)), list(texts) * rounds))
     after = torch.get_num_threads()
     wrong = [i % len(texts) for i, result in enumerate(results) if result != reference[i % len(texts)]]
-    return {"docs": len(texts), "differing": len(set(wrong)), "differing_calls": len(wrong),
-            "torch_threads_before": before, "torch_threads_after": after}
+    return {
+        "docs": len(texts),
+        "differing": len(set(wrong)),
+        "differing_calls": len(wrong),
+        "torch_threads_before": before,
+        "torch_threads_after": after,
+    }
 
 
 def run(nlp: Language, texts: Sequence[str], thread_counts: Sequence[int], rounds: int) -> List[Dict]:
@@ -90,11 +97,15 @@ def run(nlp: Language, texts: Sequence[str], thread_counts: Sequence[int], round
 
 def table(rows: List[Dict]) -> str:
     """A Markdown table of the rows."""
-    lines = ["| pipeline | target | quantize | threads | docs | docs differing | differing calls | torch threads before / after |",
-             "|---|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| pipeline | target | quantize | threads | docs | docs differing | differing calls | torch threads before / after |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['pipeline']} | {r['target']} | {r['quantize']} | {r['threads']} | {r['docs']:,} | "
-                     f"{r['differing']} | {r['differing_calls']} | {r['torch_threads_before']} / {r['torch_threads_after']} |")
+        lines.append(
+            f"| {r['pipeline']} | {r['target']} | {r['quantize']} | {r['threads']} | {r['docs']:,} | "
+            f"{r['differing']} | {r['differing_calls']} | {r['torch_threads_before']} / {r['torch_threads_after']} |"
+        )
     return "\n".join(lines)
 
 
@@ -105,13 +116,17 @@ def texts_of(corpus: Path, n: int) -> List[str]:
 
 def main(argv: Optional[List[str]] = None) -> Dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("pipelines", nargs="+", help="pipeline folders with a spacy-crf component; PIPELINE=CORPUS: its own texts")
+    parser.add_argument(
+        "pipelines", nargs="+", help="pipeline folders with a spacy-crf component; PIPELINE=CORPUS: its own texts"
+    )
     parser.add_argument("corpus", type=Path, help="a .spacy file")
     parser.add_argument("--docs", type=int, default=1000, help="the first N sentences")
     parser.add_argument("--threads", type=int, nargs="+", default=[2, 4, 16])
     parser.add_argument("--quantize", nargs="+", default=["none", "int8"])
     parser.add_argument("--rounds", type=int, default=3, help="times every text is submitted to the pool")
-    parser.add_argument("--control", nargs="*", default=[], help="pipelines run as saved (spaCy's tagger); PIPELINE=CORPUS too")
+    parser.add_argument(
+        "--control", nargs="*", default=[], help="pipelines run as saved (spaCy's tagger); PIPELINE=CORPUS too"
+    )
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
 
@@ -124,7 +139,9 @@ def main(argv: Optional[List[str]] = None) -> Dict:
             nlp = load(Path(path), mode)
             target = nlp.get_pipe(crf_component(nlp)).cfg["target"] if mode else "+".join(nlp.pipe_names)
             for result in run(nlp, texts, args.threads, args.rounds):
-                rows.append({"pipeline": path, "corpus": str(corpus), "target": target, "quantize": mode or "-", **result})
+                rows.append(
+                    {"pipeline": path, "corpus": str(corpus), "target": target, "quantize": mode or "-", **result}
+                )
     print(table(rows))
     record = {"settings": {k: str(v) for k, v in vars(args).items()}, "spacy_crf": spacy_crf.__file__, "results": rows}
     write_json(record, args.output)

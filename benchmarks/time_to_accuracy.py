@@ -21,6 +21,7 @@ benchmarks.peers for Flair) to the JSON and the plot. `--baseline NAME` and
 `--reference NAME` name the runs whose best dev scores (the reference's less
 `--tolerance`) `table` times every run against.
 """
+
 import argparse
 import json
 import os
@@ -74,8 +75,20 @@ def parse_run(spec: str) -> Tuple[str, str, List[str]]:
 def run_training(config: str, train: str, dev: str, output: Path, threads: int, score: str, extra: List[str]) -> Dict:
     """Train one config, stamping each evaluation row with the wall time."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    command = [sys.executable, "-m", "spacy", "train", config, "--output", str(output),
-               "--paths.train", train, "--paths.dev", dev, *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "spacy",
+        "train",
+        config,
+        "--output",
+        str(output),
+        "--paths.train",
+        train,
+        "--paths.dev",
+        dev,
+        *extra,
+    ]
     start = time.perf_counter()
     points, columns = [], None
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as process:
@@ -88,8 +101,14 @@ def run_training(config: str, train: str, dev: str, output: Path, threads: int, 
     if process.returncode:
         raise RuntimeError(f"spacy train {config} failed with exit status {process.returncode}")
     scores = [p["score"] for p in points]
-    return {"config": config, "args": extra, "points": points, "seconds": round(seconds, 1),
-            "final": scores[-1] if scores else None, "best": max(scores) if scores else None}
+    return {
+        "config": config,
+        "args": extra,
+        "points": points,
+        "seconds": round(seconds, 1),
+        "final": scores[-1] if scores else None,
+        "best": max(scores) if scores else None,
+    }
 
 
 def time_to(run: Dict, score: float) -> Optional[float]:
@@ -145,8 +164,13 @@ def plot(runs: Dict[str, Dict], path: Path, score: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, run in runs.items():
         points = [p for p in run["points"] if p["step"] > 0]
-        ax.plot([p["seconds"] / 60 for p in points], [p["score"] for p in points], "o-", markersize=3,
-                label=f"{name} (best {run['best']:.2f}, {run['seconds'] / 60:.1f} min)")
+        ax.plot(
+            [p["seconds"] / 60 for p in points],
+            [p["score"] for p in points],
+            "o-",
+            markersize=3,
+            label=f"{name} (best {run['best']:.2f}, {run['seconds'] / 60:.1f} min)",
+        )
     scores = [p["score"] for run in runs.values() for p in run["points"] if p["step"] > 0]
     if scores:
         top = max(scores)
@@ -196,8 +220,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         runs[name] = {key: peer[key] for key in ("points", "seconds", "best", "final")}
         runs[name]["settings_text"] = peer.get("settings_text", f"recorded in {path}")
     for name, config, overrides in specs:
-        runs[name] = run_training(config, args.train, args.dev, args.workdir / name, args.threads, args.score,
-                                  overrides + extra)
+        runs[name] = run_training(
+            config, args.train, args.dev, args.workdir / name, args.threads, args.score, overrides + extra
+        )
         print(f"{name}: best {runs[name]['best']}, final {runs[name]['final']}, {runs[name]['seconds']:.0f} s")
         write_json(record, args.output)  # after every run: a long series loses nothing
     write_json(record, args.output)

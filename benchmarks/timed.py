@@ -6,6 +6,7 @@ A command that starts with `python` runs with the interpreter that runs this
 script, as spaCy's project runner does for the outer command: a venv's python
 works without activating the venv. "max_rss_mb" is the largest resident set
 of the command's processes (null where the OS does not report it)."""
+
 import json
 import subprocess
 import sys

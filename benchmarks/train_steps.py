@@ -13,6 +13,7 @@ runs in between. Prints one JSON line: steps/s and training words/s.
 trained on the GPU); --profile FILE writes cProfile's view of the timed
 steps (host time: what a GPU run waits on), by own and cumulative time.
 """
+
 import argparse
 import cProfile
 import io

@@ -19,6 +19,7 @@ the median of --repeats rounds, with --threads torch threads; the ratio to
 spaCy's first pipeline. Train time: the train_time.json (benchmarks.timed) beside
 each pipeline's folder, when there is one.
 """
+
 import argparse
 import json
 import statistics
@@ -70,7 +71,9 @@ def training_settings(nlp: Language) -> Dict:
         "encoder": Path(str(transformer.get("name", "-"))).name,
         "max_steps": training["max_steps"],
         "batcher": {k: v for k, v in training["batcher"].items() if k in ("@batchers", "size")},
-        "learn_rate": {k: v for k, v in learn_rate.items() if k != "@schedules"} if isinstance(learn_rate, dict) else learn_rate,
+        "learn_rate": {k: v for k, v in learn_rate.items() if k != "@schedules"}
+        if isinstance(learn_rate, dict)
+        else learn_rate,
         "seed": training["seed"],
     }
 
@@ -92,8 +95,9 @@ def scores(task: str, gold: List[Doc], predicted: List[Doc]) -> Dict[str, float]
     return {f"{attr.rstrip('_')}_acc": compare(gold, predicted, predicted, attr)["acc_a"] for attr in TASKS[task]}
 
 
-def run(task: str, pipelines: Dict[str, str], dev: str, *, speed_words: int, repeats: int, threads: int,
-        samples: int) -> Dict:
+def run(
+    task: str, pipelines: Dict[str, str], dev: str, *, speed_words: int, repeats: int, threads: int, samples: int
+) -> Dict:
     """Everything the comparison reports; pipelines maps a name to a model ("crf" first, then spaCy's)."""
     torch.set_num_threads(threads)
     nlps = {name: spacy.load(model) for name, model in pipelines.items()}
@@ -101,26 +105,41 @@ def run(task: str, pipelines: Dict[str, str], dev: str, *, speed_words: int, rep
     predicted = {name: predict(nlp, gold) for name, nlp in nlps.items()}
     names = list(pipelines)
     crf, peers = names[0], names[1:]
-    result: Dict = {"task": task, "dev": dev, "docs": len(gold), "words": sum(len(d) for d in gold),
-                    "threads": threads, "systems": {}}
+    result: Dict = {
+        "task": task,
+        "dev": dev,
+        "docs": len(gold),
+        "words": sum(len(d) for d in gold),
+        "threads": threads,
+        "systems": {},
+    }
     for name in names:
-        result["systems"][name] = {"model": pipelines[name], "component": nlps[name].pipe_names[-1],
-                                   **scores(task, gold, predicted[name]), "train_time": train_time(pipelines[name]),
-                                   "training": training_settings(nlps[name])}
+        result["systems"][name] = {
+            "model": pipelines[name],
+            "component": nlps[name].pipe_names[-1],
+            **scores(task, gold, predicted[name]),
+            "train_time": train_time(pipelines[name]),
+            "training": training_settings(nlps[name]),
+        }
     result["paired"] = {}
     for peer in peers:
         if task == "ner":
-            result["paired"][peer] = paired_bootstrap(entity_counts(gold, predicted[crf]),
-                                                      entity_counts(gold, predicted[peer]), samples=samples)
+            result["paired"][peer] = paired_bootstrap(
+                entity_counts(gold, predicted[crf]), entity_counts(gold, predicted[peer]), samples=samples
+            )
         else:
-            result["paired"][peer] = {attr: compare(gold, predicted[crf], predicted[peer], attr) for attr in TASKS[task]}
+            result["paired"][peer] = {
+                attr: compare(gold, predicted[crf], predicted[peer], attr) for attr in TASKS[task]
+            }
     timed = first_words(gold, speed_words)
     rates = pipe_rates_in_turn(nlps, [bare(doc) for doc in timed], repeats)
     for name in names:
         result["systems"][name]["words_per_second"] = round(statistics.median(rates[name]))
         result["systems"][name]["words_per_second_runs"] = [round(r) for r in rates[name]]
     result["speed_words"] = sum(len(d) for d in timed)
-    result["speed_ratio"] = round(result["systems"][crf]["words_per_second"] / result["systems"][peers[0]]["words_per_second"], 3)
+    result["speed_ratio"] = round(
+        result["systems"][crf]["words_per_second"] / result["systems"][peers[0]]["words_per_second"], 3
+    )
     return result
 
 
@@ -142,8 +161,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("crf", help="the CRF pipeline")
     parser.add_argument("spacy", help="spaCy's pipeline on the same encoder")
     parser.add_argument("dev", help="the annotated dev set (.spacy)")
-    parser.add_argument("--and", dest="more", action="append", default=[], metavar="NAME=MODEL",
-                        help="another spaCy pipeline to compare (e.g. beam=training/trf/trf_ner_beam/model-last)")
+    parser.add_argument(
+        "--and",
+        dest="more",
+        action="append",
+        default=[],
+        metavar="NAME=MODEL",
+        help="another spaCy pipeline to compare (e.g. beam=training/trf/trf_ner_beam/model-last)",
+    )
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--speed-words", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=7)
@@ -156,8 +181,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not sep or not name or name in pipelines:
             parser.error(f"--and takes NAME=MODEL with a new NAME, got {item!r}")
         pipelines[name] = model
-    result = run(args.task, pipelines, args.dev, speed_words=args.speed_words, repeats=args.repeats,
-                 threads=args.threads, samples=args.samples)
+    result = run(
+        args.task,
+        pipelines,
+        args.dev,
+        speed_words=args.speed_words,
+        repeats=args.repeats,
+        threads=args.threads,
+        samples=args.samples,
+    )
     write_json(result, args.output)
     print("\n".join(summary(result)))
     return 0

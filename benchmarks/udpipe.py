@@ -21,6 +21,7 @@ spaCy's scorer scores crf_tagger: UPOS, FEATS (the whole feature string),
 UPOS+FEATS, and AllTags (UPOS, XPOS and FEATS). Words/s: the tagging of the
 dev words, after the model is loaded.
 """
+
 import argparse
 import json
 import tempfile

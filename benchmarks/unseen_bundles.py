@@ -10,6 +10,7 @@ crf_morphologizer and spaCy's morphologizer both predict whole
 bundles seen in training, so a dev word with an unseen bundle is an error for
 both: 100 minus the rate bounds their pos_morph_acc. Prints the JSON it writes.
 """
+
 import argparse
 import collections
 import json

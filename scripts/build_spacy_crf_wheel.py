@@ -6,6 +6,7 @@ a machine without spacy-crf (a Ray worker node, a fresh venv) can install both.
 The source is the spacy-crf that Python imports here (this repository, or an
 editable install of it).
 """
+
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,9 @@ def main() -> None:
             "install it with `pip install -e .` from a clone, or copy its wheel into the folder by hand."
         )
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(out), str(root)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(out), str(root)], check=True
+    )
     wheels = sorted(path.name for path in out.glob("spacy_crf-*.whl"))
     print(f"spacy-crf wheel in {out}: {', '.join(wheels)}")
 

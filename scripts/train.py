@@ -11,6 +11,7 @@ stopping half-way or idling at zero. Every other override is passed to
 `spacy train` as given and wins over the budget's. The training is spaCy's
 own (`spacy.cli.train.train`), in this process.
 """
+
 import argparse
 import sys
 from pathlib import Path

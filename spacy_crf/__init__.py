@@ -19,6 +19,7 @@ Where things are:
 
 The public names below are the functions behind the registered names.
 """
+
 from . import legacy  # noqa: F401  (registers the superseded versions)
 from .about import __version__
 from .components import (

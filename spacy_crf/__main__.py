@@ -1,6 +1,7 @@
 """Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]`,
 `python -m spacy_crf calibrate MODEL DEV [options]`, `python -m spacy_crf
 debug-data CONFIG [overrides]` and `python -m spacy_crf displacy MODEL DATA OUTPUT`."""
+
 import argparse
 import json
 import sys
@@ -31,18 +32,29 @@ def _parser() -> argparse.ArgumentParser:
     tag.add_argument("--shard-size", type=int, default=10000, help="records per output shard")
     tag.add_argument("--address", default=None, help="Ray cluster to join, e.g. auto or HOST:6379 (default: start one)")
     tag.add_argument("--runtime-env", default=None, help="Ray runtime environment as JSON, when Ray is started here")
-    tag.add_argument("--on-error", choices=["skip", "raise"], default="skip",
-                     help="what a record that cannot be read, tagged or written does: skip (reported in "
-                          "OUTPUT/bad_records/) or raise")
-    tag.add_argument("--input-format", choices=["jsonl", "text", "parquet", "docbin"], default=None,
-                     help="default: from each file's suffix (.jsonl, .txt, .parquet, .spacy)")
+    tag.add_argument(
+        "--on-error",
+        choices=["skip", "raise"],
+        default="skip",
+        help="what a record that cannot be read, tagged or written does: skip (reported in "
+        "OUTPUT/bad_records/) or raise",
+    )
+    tag.add_argument(
+        "--input-format",
+        choices=["jsonl", "text", "parquet", "docbin"],
+        default=None,
+        help="default: from each file's suffix (.jsonl, .txt, .parquet, .spacy)",
+    )
     tag.add_argument("--output-format", choices=["docbin", "parquet", "jsonl"], default="docbin")
     tag.add_argument("--text-field", default="text", help="JSON field or Parquet column of the text")
     tag.add_argument("--id-field", default="id", help="JSON field or Parquet column of the document id")
     tag.add_argument("--max-shards", type=int, default=None, help="stop after this many shards (rerun to go on)")
-    tag.add_argument("--overwrite", action="store_true",
-                     help="start over: delete an earlier job's shards, bad records and manifest in OUTPUT first "
-                          "(needed when INPUT changed)")
+    tag.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start over: delete an earlier job's shards, bad records and manifest in OUTPUT first "
+        "(needed when INPUT changed)",
+    )
     tag.add_argument("--no-progress", action="store_true", help="no progress bar")
     calibrate = commands.add_parser(
         "calibrate",
@@ -58,16 +70,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     calibrate.add_argument("model", help="pipeline folder (or installed package name, with --output)")
     calibrate.add_argument("dev", help="annotated docs: a .spacy file or a folder of them")
-    calibrate.add_argument("--output", default=None,
-                           help="save the calibrated pipeline in this folder (default: update MODEL in place)")
-    calibrate.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
-                           help="read DEV on its gold tokens, one sentence per doc, as spacy evaluate does")
-    calibrate.add_argument("--component", default=None, help="the component to calibrate, a crf_tagger, crf_morphologizer or crf_ner (default: the only one)")
+    calibrate.add_argument(
+        "--output", default=None, help="save the calibrated pipeline in this folder (default: update MODEL in place)"
+    )
+    calibrate.add_argument(
+        "--gold-preproc",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="read DEV on its gold tokens, one sentence per doc, as spacy evaluate does",
+    )
+    calibrate.add_argument(
+        "--component",
+        default=None,
+        help="the component to calibrate, a crf_tagger, crf_morphologizer or crf_ner (default: the only one)",
+    )
     calibrate.add_argument("--batch-size", type=int, default=64, help="docs per model call")
     calibrate.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on; -1 for the CPU")
-    calibrate.add_argument("--objective", choices=["tokens", "entities"], default="tokens",
-                           help="minimise the gold labels' NLL (tokens), or, for crf_ner, the log loss "
-                                "of the decoded entities' posteriors (entities)")
+    calibrate.add_argument(
+        "--objective",
+        choices=["tokens", "entities"],
+        default="tokens",
+        help="minimise the gold labels' NLL (tokens), or, for crf_ner, the log loss "
+        "of the decoded entities' posteriors (entities)",
+    )
     calibrate.add_argument("--dry-run", action="store_true", help="fit and print, save nothing")
     debug = commands.add_parser(
         "debug-data",
@@ -94,8 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     displacy.add_argument("data", help="a .spacy file or a folder of them")
     displacy.add_argument("output", help="output folder")
     displacy.add_argument("--limit", type=int, default=25, help="docs to render")
-    displacy.add_argument("--gold-preproc", action=argparse.BooleanOptionalAction, default=False,
-                          help="read DATA on its gold tokens, one sentence per doc")
+    displacy.add_argument(
+        "--gold-preproc",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="read DATA on its gold tokens, one sentence per doc",
+    )
     return parser
 
 
@@ -169,16 +198,25 @@ def _calibrate(args: argparse.Namespace) -> int:
         spacy.require_gpu(args.gpu_id)
     try:
         result = calibrate(
-            args.model, args.dev, output=args.output, gold_preproc=args.gold_preproc,
-            component=args.component, batch_size=args.batch_size, write=not args.dry_run,
+            args.model,
+            args.dev,
+            output=args.output,
+            gold_preproc=args.gold_preproc,
+            component=args.component,
+            batch_size=args.batch_size,
+            write=not args.dry_run,
             objective=args.objective,
         )
     except (ValueError, OSError) as err:
         msg.fail(str(err))
         return 1
     before, after = result.before.metrics(), result.after.metrics()
-    rows = [("NLL / gold token", "nll"), ("token ECE", "token_ece"), ("token Brier", "token_brier"),
-            ("token accuracy", "token_accuracy")]
+    rows = [
+        ("NLL / gold token", "nll"),
+        ("token ECE", "token_ece"),
+        ("token Brier", "token_brier"),
+        ("token accuracy", "token_accuracy"),
+    ]
     if "ents_ece" in after:
         rows += [("entity ECE", "ents_ece"), ("entity Brier", "ents_brier"), ("entity precision", "ents_precision")]
     # the fitted objective first, marked: the summed loss the search minimised
@@ -196,13 +234,16 @@ def _calibrate(args: argparse.Namespace) -> int:
     msg.table(
         [(title, shown(before[key]), shown(after[key])) for title, key in rows],
         header=("", f"before (tau={before['temperature']:.4g})", f"after (tau={after['temperature']:.4g})"),
-        divider=True, aligns=("l", "r", "r"),
+        divider=True,
+        aligns=("l", "r", "r"),
     )
     if result.fit.at_edge:
         msg.warn(f"tau = {after['temperature']:.4g} is at an end of the searched range: the NLL may fall further")
     if result.n_unknown_labels:
-        msg.warn(f"{result.n_unknown_labels:,} tokens have a gold label that component '{result.name}' does not "
-                 "have: summed over in the NLL, wrong in ECE and Brier")
+        msg.warn(
+            f"{result.n_unknown_labels:,} tokens have a gold label that component '{result.name}' does not "
+            "have: summed over in the NLL, wrong in ECE and Brier"
+        )
     where = f"saved in {result.written}" if result.written is not None else "not saved (--dry-run)"
     msg.good(
         f"Component '{result.name}': temperature {after['temperature']:.4g} from {result.n_docs:,} docs, "

@@ -8,6 +8,7 @@ tagged the sentences of EWT train 1.29x as fast with batches grown to 32,768
 tokens (docs/performance.md, "Batches of short docs"). Batches are therefore
 grown by whole docs until they also hold enough tokens.
 """
+
 from typing import Iterable, Iterator, List
 
 from spacy.tokens import Doc

@@ -1,6 +1,5 @@
 """Coded error messages, in spaCy's style: `raise ValueError(Errors.E002.format(...))`."""
 
-
 # Codes no longer raised (never reused): one per setting, until every
 # component setting was checked by its declaration (E039).
 RETIRED = ("E001", "E004", "E015", "E018", "E021", "E031", "E032")
@@ -32,8 +31,8 @@ class NonFiniteScoresError(ValueError):
 class Errors(metaclass=ErrorsWithCodes):
     E002 = (
         "Label '{label}' is not a Universal POS tag, so component '{name}' "
-        "cannot write it to token.pos_ (target \"pos\", \"tag+pos\", whose "
-        "labels are \"TAG|POS\" pairs, or \"pos+morph\" and \"tag+pos+morph\", whose "
+        'cannot write it to token.pos_ (target "pos", "tag+pos", whose '
+        'labels are "TAG|POS" pairs, or "pos+morph" and "tag+pos+morph", whose '
         "labels have a POS feature). Valid tags: {options}."
     )
     E003 = (
@@ -68,10 +67,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline."
     )
     E010 = "Label must be a string, got {type}: {label!r}."
-    E011 = (
-        "The CRF layer needs its sizes before it can be built: input width "
-        "nI={nI}, number of labels nO={nO}."
-    )
+    E011 = "The CRF layer needs its sizes before it can be built: input width nI={nI}, number of labels nO={nO}."
     E012 = (
         "Component '{name}' was given no labels: `labels=` is empty. Pass its "
         "labels (e.g. from `spacy init labels`), or None to collect them from "
@@ -101,15 +97,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' has target \"{target}\": entity probabilities "
         "(store_entity_probs, ents_threshold, candidates_key) and rejected "
         "spans (incorrect_spans_key) are settings of crf_ner (in 0.x: crf_tagger "
-        "with target \"ents\")."
+        'with target "ents").'
     )
     E022 = "Unknown transitions '{value}' for spacy_crf.BiLSTMCRF: expected one of {options}."
     E023 = (
         "Component '{name}' has a model with transitions = \"factored\", which "
         "scores transitions between the classes of its labels, but its target "
         "'{target}' gives its labels no class. Factored transitions work with "
-        "the targets \"pos+morph\" (a bundle's class is its UPOS), "
-        "\"tag+pos+morph\" and \"tag+pos\" (their UPOS too); use transitions = \"full\" "
+        'the targets "pos+morph" (a bundle\'s class is its UPOS), '
+        '"tag+pos+morph" and "tag+pos" (their UPOS too); use transitions = "full" '
         "for the others."
     )
     E024 = (
@@ -119,9 +115,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "`python -m spacy_crf calibrate` fits it on annotated docs)."
     )
     E025 = "Cannot calibrate {what}: {reason}."
-    E026 = (
-        "Component '{name}' was given quantize={value!r}: expected one of {options}."
-    )
+    E026 = "Component '{name}' was given quantize={value!r}: expected one of {options}."
     E027 = (
         "Component '{name}' was given quantize='int8', but torch {version} has no dynamic quantization "
         "(torch.ao.quantization.quantize_dynamic). Use quantize='none', or a torch that has it."
@@ -131,10 +125,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' has a model with emissions = \"composed\", which "
         "scores each label as the sum of its parts, but its target '{target}' "
         "gives its labels no parts (or none of its labels has one). Composed emissions work with the targets "
-        "\"pos+morph\" (a bundle's UPOS and features), \"morph\" (its "
-        "features), \"tag+pos\" (its tag and UPOS) and \"tag+pos+morph\" "
+        '"pos+morph" (a bundle\'s UPOS and features), "morph" (its '
+        'features), "tag+pos" (its tag and UPOS) and "tag+pos+morph" '
         "(its tag, UPOS and features); use emissions = "
-        "\"full\" for the others."
+        '"full" for the others.'
     )
 
     E030 = (
@@ -143,8 +137,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "a number from 0 to 1, and the reader always keeps the corpus's own words "
         "(gold_preproc = true; for the tokenizer's, use spacy.Corpus.v1 with gold_preproc = false)."
     )
-
-
 
     E033 = (
         "The weights of component '{name}' hold NaN or inf (in {where}): the "
@@ -156,18 +148,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "hold NaN or inf, so no labels were written: its weights or its input "
         "vectors hold NaN or inf."
     )
-    E035 = (
-        "The saved cfg of component '{name}' is invalid: {reason}. The "
-        "component was left unchanged."
-    )
+    E035 = "The saved cfg of component '{name}' is invalid: {reason}. The component was left unchanged."
     E036 = (
         "Component '{name}' has nothing to rehearse: call `nlp.resume_training()` "
         "first, which keeps a copy of the component as it is to rehearse towards."
     )
     E037 = (
         "Component '{name}' has the 0.x target \"{target}\" with constraints "
-        "\"{constraints}\": crf_morphologizer has no tag scheme. Set constraints "
-        "= \"none\", or use crf_tagger with a tag scheme."
+        '"{constraints}": crf_morphologizer has no tag scheme. Set constraints '
+        '= "none", or use crf_tagger with a tag scheme.'
     )
     E038 = (
         "crf_ner '{name}' was given the label '{label}', a tag of its scheme "
@@ -175,14 +164,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "adds the scheme's tags for each itself."
     )
     E039 = "Component '{name}' was given {setting} = {value!r}: expected {allowed}."
-    E040 = (
-        "Component '{name}' has no setting '{setting}': its settings are {options} "
-        "(and model, scorer)."
-    )
-    E041 = (
-        "{architecture} was given {setting} = {value!r}: expected {allowed}. "
-        "The model was not built."
-    )
+    E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
+    E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
 
 
 class Warnings(metaclass=ErrorsWithCodes):
@@ -200,7 +183,7 @@ class Warnings(metaclass=ErrorsWithCodes):
     W003 = (
         "Component '{name}' is a crf_tagger with target \"{target}\", which "
         "{factory} does since spacy-crf 1.0: it is built as one (the same labels "
-        "and scores). Use factory = \"{factory}\" in new configs."
+        'and scores). Use factory = "{factory}" in new configs.'
     )
     W004 = (
         "crf_ner '{name}' was initialized without entity types (none in the "
@@ -211,12 +194,10 @@ class Warnings(metaclass=ErrorsWithCodes):
 
 # Corpus tagging (spacy_crf.corpus): E101 and W101 upwards, apart from the component's.
 
+
 class CorpusErrors(metaclass=ErrorsWithCodes):
     E101 = "Input not found: '{path}'. Pass a file or a folder of files."
-    E102 = (
-        "The input '{path}' holds no documents: {reason}. Check the path, the "
-        "input format and the text field."
-    )
+    E102 = "The input '{path}' holds no documents: {reason}. Check the path, the input format and the text field."
     E103 = (
         "Cannot load the pipeline '{model}': {reason}. Pass a pipeline folder "
         "(e.g. training/cpu/model-best) or the name of an installed pipeline "
@@ -228,19 +209,13 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "{components}). Tag with a pipeline trained with spacy-crf."
     )
     E105 = "Bad record in {path}, {where}: {reason} (id {id})."
-    E106 = (
-        "Cannot tell the format of input file '{path}' from its suffix: pass "
-        "one of {options} as the input format."
-    )
+    E106 = "Cannot tell the format of input file '{path}' from its suffix: pass one of {options} as the input format."
     E107 = "Unknown {setting} '{value}': expected one of {options}."
     E108 = (
         "The output folder '{path}' holds a job with other settings ({detail}). "
         "Write to a new folder, or delete this one to start over."
     )
-    E109 = (
-        "The ray engine needs Ray Data: pip install \"spacy-crf[ray]\" (ray[data] "
-        "on every node of the cluster)."
-    )
+    E109 = 'The ray engine needs Ray Data: pip install "spacy-crf[ray]" (ray[data] on every node of the cluster).'
     E110 = "The Parquet file '{path}' has no column '{column}' (its columns: {columns})."
     E111 = "{setting} must be at least {minimum}, got {value}."
     E112 = (
@@ -248,7 +223,7 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "is for CPUs); got workers={workers}, gpus_per_worker={gpus}. Use "
         "--engine ray for several GPU workers."
     )
-    E113 = "{action} Parquet needs pyarrow: pip install \"spacy-crf[corpus]\"."
+    E113 = '{action} Parquet needs pyarrow: pip install "spacy-crf[corpus]".'
     E114 = "Bad record in {path}, {where}: the pipeline cannot tag it: {reason} (id {id})."
     E115 = "Bad record in {path}, {where}: its output cannot be written: {reason} (id {id})."
     E116 = (
@@ -261,7 +236,9 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "would read its own output as input, or write over its input. Write "
         "to a folder apart from the input."
     )
-    E118 = "The output '{path}' is not a folder that can be written: {reason}. Pass a folder (it is created if missing)."
+    E118 = (
+        "The output '{path}' is not a folder that can be written: {reason}. Pass a folder (it is created if missing)."
+    )
     E119 = "Cannot write shard '{shard}' into '{path}': {reason}."
     E120 = (
         "'{path}' is a symbolic link inside the output folder: the job writes "
@@ -280,10 +257,7 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
 
 
 class CorpusWarnings(metaclass=ErrorsWithCodes):
-    W101 = (
-        "Not deleting '{file}', which the manifest of '{path}' lists: it is "
-        "not inside the output folder."
-    )
+    W101 = "Not deleting '{file}', which the manifest of '{path}' lists: it is not inside the output folder."
 
 
 class BadRecordError(ValueError):

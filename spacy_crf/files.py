@@ -1,6 +1,7 @@
 """Files the package writes and checks: atomic writes (a kill leaves the old
 file or the new one, never a part) and the checksum a component saves beside
 its weights. No spaCy, no torch."""
+
 import hashlib
 import json
 import os

@@ -5,6 +5,7 @@ HashCharEmbed.v1-v4 -> HashCharEmbed.v5 (v4's settings plus
 sum_byte_gradients, keyword-only); CharCNN.v1 -> CharCNN.v2 (keyword-only);
 crf_tagger_scorer.v1/.v2 -> tagger_scorer.v1, morphologizer_scorer.v1 and
 ner_scorer.v1 (one per component, with .v2's calibration keys)."""
+
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
@@ -71,8 +72,16 @@ def build_bilstm_crf_v3(
 ) -> Model[List[Doc], CRFBatch]:
     """BiLSTMCRF.v4 with defaults and positional settings."""
     return build_bilstm_crf_v4(
-        tok2vec, hidden_width=hidden_width, depth=depth, dropout=dropout, input_dropout=input_dropout, crf=crf,
-        chunk_size=chunk_size, transitions=transitions, emissions=emissions, nO=nO,
+        tok2vec,
+        hidden_width=hidden_width,
+        depth=depth,
+        dropout=dropout,
+        input_dropout=input_dropout,
+        crf=crf,
+        chunk_size=chunk_size,
+        transitions=transitions,
+        emissions=emissions,
+        nO=nO,
     )
 
 
@@ -196,7 +205,13 @@ MOVED_TARGETS = {
     "ents": "crf_ner",
 }
 # the entity settings of 0.x's crf_tagger, beside the tagger's own in its signature
-DEPRECATED_SETTINGS = ("store_entity_probs", "ents_threshold", "candidates_key", "candidates_threshold", "incorrect_spans_key")
+DEPRECATED_SETTINGS = (
+    "store_entity_probs",
+    "ents_threshold",
+    "candidates_key",
+    "candidates_threshold",
+    "incorrect_spans_key",
+)
 
 
 def sets_entity_settings(deprecated: Dict[str, Any]) -> bool:
@@ -241,17 +256,28 @@ def crf_tagger_0x(
     from .errors import Errors, Warnings
     from .scorers import morphologizer_score, ner_score, tagger_score
 
-    entity_settings = sets_entity_settings(dict(
-        store_entity_probs=store_entity_probs, ents_threshold=ents_threshold,
-        candidates_key=candidates_key, incorrect_spans_key=incorrect_spans_key,
-    ))
+    entity_settings = sets_entity_settings(
+        dict(
+            store_entity_probs=store_entity_probs,
+            ents_threshold=ents_threshold,
+            candidates_key=candidates_key,
+            incorrect_spans_key=incorrect_spans_key,
+        )
+    )
     if target == "ents":
         warnings.warn(Warnings.W003.format(name=name, target=target, factory="crf_ner"), stacklevel=3)
         return CRFEntityRecognizer(
-            nlp.vocab, model, name, scheme="BILUO" if constraints in ("auto", "none") else constraints,
-            incorrect_spans_key=incorrect_spans_key, store_entity_probs=store_entity_probs,
-            threshold=ents_threshold, candidates_key=candidates_key, candidates_threshold=candidates_threshold,
-            scorer=ner_score if scorer is tagger_score else scorer, **common,
+            nlp.vocab,
+            model,
+            name,
+            scheme="BILUO" if constraints in ("auto", "none") else constraints,
+            incorrect_spans_key=incorrect_spans_key,
+            store_entity_probs=store_entity_probs,
+            threshold=ents_threshold,
+            candidates_key=candidates_key,
+            candidates_threshold=candidates_threshold,
+            scorer=ner_score if scorer is tagger_score else scorer,
+            **common,
         )
     if entity_settings:
         raise ValueError(Errors.E020.format(name=name, target=target))
@@ -260,7 +286,11 @@ def crf_tagger_0x(
         if constraints not in ("none", "auto"):
             raise ValueError(Errors.E037.format(name=name, target=target, constraints=constraints))
         return CRFMorphologizer(
-            nlp.vocab, model, name, target=target, scorer=morphologizer_score if scorer is tagger_score else scorer,
+            nlp.vocab,
+            model,
+            name,
+            target=target,
+            scorer=morphologizer_score if scorer is tagger_score else scorer,
             **common,
         )
     constraints = "none" if constraints == "auto" else constraints  # 0.x's default: no scheme for tags

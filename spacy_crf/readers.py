@@ -7,6 +7,7 @@ sentence boundary, yet raw text reaches it as docs of many sentences. This
 reader keeps the treebank's own words and gives each doc of the .spacy file
 either whole or cut into its sentences, at random, so the model learns both.
 """
+
 import random
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union

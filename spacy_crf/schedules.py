@@ -8,6 +8,7 @@ Thinc's from step 1 on, and `resume_rate` at step 0: the rate of the first
 update of `spacy train`, and of every update of fine-tuning through
 `nlp.resume_training()`.
 """
+
 from typing import Iterator
 
 from thinc.api import registry

@@ -2,6 +2,7 @@
 crf_tagger and crf_morphologizer write, entity P/R/F of crf_ner; each adds the
 calibration of the probabilities the component stored (store_confidence,
 store_entity_probs), where the predicted docs carry them."""
+
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from spacy.scorer import Scorer, get_ner_prf

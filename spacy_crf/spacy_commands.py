@@ -6,6 +6,7 @@ spaCy's own checks with each crf component in the config swapped for the
 spaCy component that writes the same annotation (the checks read the data
 and the labels initialize finds in it, not the model), and `render_entities`
 writes the entities.html that `spacy evaluate` would write."""
+
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
@@ -17,8 +18,13 @@ from wasabi import msg
 
 # crf_tagger's targets (0.x's moved ones included) by the spaCy component that writes the same
 TAGGER_TARGETS = {
-    "tag": "tagger", "tag+pos": "tagger", "pos": "morphologizer", "morph": "morphologizer",
-    "pos+morph": "morphologizer", "tag+pos+morph": "morphologizer", "ents": "ner",
+    "tag": "tagger",
+    "tag+pos": "tagger",
+    "pos": "morphologizer",
+    "morph": "morphologizer",
+    "pos+morph": "morphologizer",
+    "tag+pos+morph": "morphologizer",
+    "ents": "ner",
 }
 
 
@@ -72,8 +78,12 @@ def debug_data(config_path: Union[str, Path], overrides: Dict[str, Any], *, verb
 
 
 def render_entities(
-    model: Union[str, Path], data: Union[str, Path], output: Union[str, Path], *,
-    limit: int = 25, gold_preproc: bool = False,
+    model: Union[str, Path],
+    data: Union[str, Path],
+    output: Union[str, Path],
+    *,
+    limit: int = 25,
+    gold_preproc: bool = False,
 ) -> Path:
     """Tag the first `limit` texts of DATA with the pipeline and write
     OUTPUT/entities.html (displaCy's entity view), as `spacy evaluate

@@ -34,6 +34,7 @@ process-wide: the first of the concurrent calls sets it, the last one to
 finish puts back what was there before any of them (under a lock), so
 concurrent calls run under the first one's BLAS limit. No spaCy.
 """
+
 import contextlib
 import functools
 import os

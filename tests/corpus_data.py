@@ -2,6 +2,7 @@
 corpus tagging tests (test_corpus.py, test_corpus_faults.py,
 test_corpus_ray.py): inputs, the output read back, nlp.pipe's reference and
 the command line run in-process."""
+
 import json
 import runpy
 import sys
@@ -53,7 +54,9 @@ def train_tagger(path: Path, *, target: str = "tag") -> Path:
 
 def records(n: int, prefix: str = "doc") -> List[Dict[str, object]]:
     """`n` JSON records: an id, a text and a carried field."""
-    return [{"id": f"{prefix}-{i}", "text": TEXTS[i % len(TEXTS)] + (" eggs" * (i // len(TEXTS))), "n": i} for i in range(n)]
+    return [
+        {"id": f"{prefix}-{i}", "text": TEXTS[i % len(TEXTS)] + (" eggs" * (i // len(TEXTS))), "n": i} for i in range(n)
+    ]
 
 
 def write_jsonl(path: Path, rows: List[Dict[str, object]]) -> Path:
@@ -66,7 +69,9 @@ def write_text(path: Path, texts: List[str]) -> Path:
     return path
 
 
-def write_parquet(path: Path, rows: List[Dict[str, object]], *, text_column: str = "text", row_group_size: int = 4) -> Path:
+def write_parquet(
+    path: Path, rows: List[Dict[str, object]], *, text_column: str = "text", row_group_size: int = 4
+) -> Path:
     import pyarrow
     import pyarrow.parquet
 
@@ -113,13 +118,15 @@ def read_docbin_rows(folder: Path, model: Path) -> List[Dict[str, object]]:
     rows = []
     for path in sorted(folder.glob("*.spacy")):
         for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
-            rows.append({
-                "id": doc.user_data["id"],
-                **doc.user_data["fields"],
-                "tokens": [t.text for t in doc],
-                "tags": [t.tag_ for t in doc],
-                "confidences": [t._.crf_confidence for t in doc],
-            })
+            rows.append(
+                {
+                    "id": doc.user_data["id"],
+                    **doc.user_data["fields"],
+                    "tokens": [t.text for t in doc],
+                    "tags": [t.tag_ for t in doc],
+                    "confidences": [t._.crf_confidence for t in doc],
+                }
+            )
     return rows
 
 
@@ -127,8 +134,11 @@ def output_files(folder: Path) -> Dict[str, bytes]:
     """The bytes of an output folder's shards and bad-record files, by name;
     not the manifest (its shards in the order they were done), job.json or
     the job's lock file."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.*")
-            if p.is_file() and p.name not in ("manifest.jsonl", "job.json", ".lock")}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in folder.rglob("*.*")
+        if p.is_file() and p.name not in ("manifest.jsonl", "job.json", ".lock")
+    }
 
 
 def reference(model: Path, inputs: Dict[object, object]) -> Dict[object, Dict[str, object]]:

@@ -1,5 +1,6 @@
 """Shared test helpers: tiny training data and pipelines, brute-force CRF
 references, the shipped configs and running spaCy's CLI."""
+
 import contextlib
 import itertools
 import os
@@ -105,7 +106,9 @@ def model_weights(tagger):
     for node in tagger.model.walk():
         for name in node.param_names:
             if node.has_param(name):
-                weights[f"{node.id}.{name}"] = node.ops.to_numpy(node.get_param(name)).copy()  # cupy on a GPU; a copy, not a view
+                weights[f"{node.id}.{name}"] = node.ops.to_numpy(
+                    node.get_param(name)
+                ).copy()  # cupy on a GPU; a copy, not a view
     for key, value in torch_network(tagger.model).state_dict().items():
         weights[f"torch.{key}"] = value.cpu().numpy().copy()
     return list(weights.values())
@@ -202,9 +205,7 @@ def write_docbin(path):
 
 def run_spacy(*args, cwd=None):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "spacy", *args], capture_output=True, text=True, env=env, cwd=cwd
-    )
+    result = subprocess.run([sys.executable, "-m", "spacy", *args], capture_output=True, text=True, env=env, cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -228,12 +229,21 @@ def no_host_sync():
 # UPOS and UD features (crf_morphologizer, targets "morph" and "pos+morph"); "" is an annotated
 # token with no features (spaCy's "_"), as for "."
 MORPH_SENTENCES = [
-    (["I", "like", "green", "eggs", "."], ["PRON", "VERB", "ADJ", "NOUN", "PUNCT"],
-     ["Case=Nom|Number=Sing|Person=1", "Tense=Pres|VerbForm=Fin", "Degree=Pos", "Number=Plur", ""]),
-    (["Eat", "blue", "ham", "!"], ["VERB", "ADJ", "NOUN", "PUNCT"],
-     ["Mood=Imp|VerbForm=Fin", "Degree=Pos", "Number=Sing", ""]),
-    (["They", "ate", "ham", "."], ["PRON", "VERB", "NOUN", "PUNCT"],
-     ["Case=Nom|Number=Plur|Person=3", "Tense=Past|VerbForm=Fin", "Number=Sing", ""]),
+    (
+        ["I", "like", "green", "eggs", "."],
+        ["PRON", "VERB", "ADJ", "NOUN", "PUNCT"],
+        ["Case=Nom|Number=Sing|Person=1", "Tense=Pres|VerbForm=Fin", "Degree=Pos", "Number=Plur", ""],
+    ),
+    (
+        ["Eat", "blue", "ham", "!"],
+        ["VERB", "ADJ", "NOUN", "PUNCT"],
+        ["Mood=Imp|VerbForm=Fin", "Degree=Pos", "Number=Sing", ""],
+    ),
+    (
+        ["They", "ate", "ham", "."],
+        ["PRON", "VERB", "NOUN", "PUNCT"],
+        ["Case=Nom|Number=Plur|Person=3", "Tense=Past|VerbForm=Fin", "Number=Sing", ""],
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ imports the ray engine (a tagging actor or a reading task does), so that
 Ray's own workers (Ray Data's bookkeeping actors, idle workers) do not import
 spaCy for nothing: every worker start costs seconds on a busy 2-core machine.
 """
+
 import contextlib
 import importlib.abc
 import importlib.util

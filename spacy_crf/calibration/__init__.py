@@ -2,6 +2,7 @@
 them (ECE, Brier score, reliability bins), scores.py adds those measures to a
 scorer's output, temperature.py fits the temperature that calibrates them
 (`python -m spacy_crf calibrate`)."""
+
 from .metrics import (
     N_BINS,
     Outcomes,

@@ -17,6 +17,7 @@ The metrics are pure numpy. `token_outcomes` and `entity_outcomes` say which
 predictions of a doc were right against an Example's gold annotation (the
 scorer and `spacy_crf.calibration.temperature` use them); no torch here.
 """
+
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -54,7 +55,7 @@ class Outcomes:
 
     def metrics(self, n_bins: int = N_BINS) -> Dict[str, Optional[float]]:
         """RETURNS (Dict[str, Optional[float]]): "ece", "brier" and "accuracy"
-            (the share right), None for no predictions."""
+        (the share right), None for no predictions."""
         if not len(self):
             return {"ece": None, "brier": None, "accuracy": None}
         return {
@@ -195,9 +196,7 @@ def brier_score(probs: Sequence[float], right: Sequence[bool]) -> float:
     return float(numpy.mean((p - r) ** 2))
 
 
-def token_outcomes(
-    probs: Sequence[Optional[float]], predicted: Sequence[str], gold: Sequence[str]
-) -> Outcomes:
+def token_outcomes(probs: Sequence[Optional[float]], predicted: Sequence[str], gold: Sequence[str]) -> Outcomes:
     """Which tokens' predicted labels were right, with their probabilities.
 
     A token counts where it has a probability and a gold label: not where

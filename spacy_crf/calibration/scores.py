@@ -1,6 +1,7 @@
 """The calibration keys that the scorers add where the predicted docs carry
 probabilities: confidence_ece/_brier of token._.crf_confidence and
 ents_prob_ece/_brier of span._.crf_prob."""
+
 from typing import Dict, Iterable, List, Optional
 
 from spacy.tokens import Span, Token

@@ -14,6 +14,7 @@ the result is never worse on the docs than tau = 1 or the stored value,
 which are tried too. The network runs once: the CRF scores of the docs are
 kept (`GoldScores`), and each tried tau reruns only the CRF's forward pass.
 """
+
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,8 +61,8 @@ class CalibrationReport:
 
     def metrics(self, n_bins: int = N_BINS) -> Dict[str, Optional[float]]:
         """RETURNS (Dict[str, Optional[float]]): temperature, nll,
-            token_ece, token_brier, token_accuracy and, for entities,
-            ents_ece, ents_brier, ents_precision (None where nothing was judged)."""
+        token_ece, token_brier, token_accuracy and, for entities,
+        ents_ece, ents_brier, ents_precision (None where nothing was judged)."""
         result: Dict[str, Optional[float]] = {"temperature": self.temperature, "nll": self.nll}
         result.update({f"token_{key}": value for key, value in self.tokens.metrics(n_bins).items()})
         if self.entities is not None:
@@ -175,8 +176,10 @@ class GoldScores:
                 part_ids, part_probs = tempered.decode_with_confidence()
                 if is_ents:
                     part_spans = [
-                        [(start, end, type_ids[kind]) for start, end, kind in
-                         target.offsets([labels[i] for i in path.tolist()])]
+                        [
+                            (start, end, type_ids[kind])
+                            for start, end, kind in target.offsets([labels[i] for i in path.tolist()])
+                        ]
                         for path in part_ids
                     ]
                     given = tempered.span_probabilities(patterns, part_spans)
@@ -343,14 +346,18 @@ def crf_tagger_name(nlp: Language, component: Optional[str] = None) -> str:
     names = [name for name, proc in nlp.pipeline if isinstance(proc, CRFComponent)]
     if component is not None:
         if component not in names:
-            raise ValueError(Errors.E025.format(
-                what=f"component '{component}'", reason=f"the pipeline's spacy-crf components are {names}"
-            ))
+            raise ValueError(
+                Errors.E025.format(
+                    what=f"component '{component}'", reason=f"the pipeline's spacy-crf components are {names}"
+                )
+            )
         return component
     if len(names) != 1:
-        raise ValueError(Errors.E025.format(
-            what="the pipeline", reason=f"it has {len(names)} spacy-crf components {names}: name one (--component)"
-        ))
+        raise ValueError(
+            Errors.E025.format(
+                what="the pipeline", reason=f"it has {len(names)} spacy-crf components {names}: name one (--component)"
+            )
+        )
     return names[0]
 
 
@@ -393,26 +400,38 @@ def calibrate(
     name = crf_tagger_name(nlp, component)
     tagger = nlp.get_pipe(name)
     if objective not in OBJECTIVES:
-        raise ValueError(Errors.E025.format(
-            what=f"component '{name}'", reason=f"the objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}",
-        ))
+        raise ValueError(
+            Errors.E025.format(
+                what=f"component '{name}'",
+                reason=f"the objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}",
+            )
+        )
     if objective == "entities" and not isinstance(tagger.target, EntityTarget):
-        raise ValueError(Errors.E025.format(
-            what=f"component '{name}'", reason="objective 'entities' needs a crf_ner",
-        ))
+        raise ValueError(
+            Errors.E025.format(
+                what=f"component '{name}'",
+                reason="objective 'entities' needs a crf_ner",
+            )
+        )
     cfg_file = Path(model) / name / "cfg"
     if write and output is None and not ((Path(model) / "config.cfg").is_file() and cfg_file.is_file()):
-        raise ValueError(Errors.E025.format(
-            what=f"component '{name}'", reason=f"'{model}' is not a pipeline folder with a saved "
-            f"'{name}' to update in place: pass --output to save the calibrated pipeline elsewhere",
-        ))
+        raise ValueError(
+            Errors.E025.format(
+                what=f"component '{name}'",
+                reason=f"'{model}' is not a pipeline folder with a saved "
+                f"'{name}' to update in place: pass --output to save the calibrated pipeline elsewhere",
+            )
+        )
     examples = list(Corpus(dev_path, gold_preproc=gold_preproc)(nlp))
     scores = GoldScores(nlp, name, examples, batch_size=batch_size)
     if not scores.n_gold_tokens:
-        raise ValueError(Errors.E025.format(
-            what=f"component '{name}'", reason=f"the docs in '{dev_path}' have no gold label "
-            f"of its target '{tagger.cfg['target']}' among its labels",
-        ))
+        raise ValueError(
+            Errors.E025.format(
+                what=f"component '{name}'",
+                reason=f"the docs in '{dev_path}' have no gold label "
+                f"of its target '{tagger.cfg['target']}' among its labels",
+            )
+        )
     previous = tagger.temperature
     loss = scores.nll if objective == "tokens" else scores.entity_log_loss
     fit = fit_temperature(loss, candidates=sorted({1.0, previous}))

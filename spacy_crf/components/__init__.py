@@ -2,6 +2,7 @@
 (morphologizer.py) and crf_ner (ner.py) on one base (base.py, with training.py
 and saving.py); settings.py declares their settings, defaults.py their
 default networks. No torch here."""
+
 from .base import CRFComponent, CRFPrediction
 from .morphologizer import CRFMorphologizer, make_crf_morphologizer
 from .ner import CRFEntityRecognizer, make_crf_ner

@@ -3,6 +3,7 @@ model call, labels, prediction, the probabilities beyond the labels). Training
 is in training.py, saving and loading in saving.py; each subclass says what its
 labels mean (its target) and adds its own settings. spaCy glue only: the model
 (spacy_crf.ml) turns docs into CRF scores and decodes them."""
+
 from itertools import islice
 from typing import (
     Any,
@@ -136,7 +137,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
 
     @property
     def quantize(self) -> str:
-        """"none", "int8" or "bf16": CPU prediction through an int8 (bfloat16)
+        """ "none", "int8" or "bf16": CPU prediction through an int8 (bfloat16)
         copy of the network."""
         return crf_shim(self.model).quantize
 

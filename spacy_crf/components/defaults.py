@@ -1,6 +1,7 @@
 """The factories' default networks: those of configs/cpu.cfg (crf_tagger),
 cpu_morph.cfg (crf_morphologizer) and ner_cpu.cfg (crf_ner), a
 BiLSTMCRF.v4 on a HashCharEmbed.v5, which differ in a few settings."""
+
 from typing import Any, Dict
 
 from thinc.api import Config

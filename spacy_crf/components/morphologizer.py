@@ -1,5 +1,6 @@
 """The `crf_morphologizer` component: CRF-decoded token.pos_ and token.morph
 (and token.tag_), one label per bundle as spaCy's morphologizer labels them."""
+
 from typing import Any, Callable, Dict, List, Optional
 
 from spacy.language import Language
@@ -13,9 +14,7 @@ from .base import CRFComponent
 from .defaults import default_model
 from .settings import MORPHOLOGIZER, defaults, documented, factory_settings
 
-DEFAULT_MORPHOLOGIZER_MODEL = default_model(
-    transitions="factored", emissions="composed", nC=16, word_dropout=0.05
-)
+DEFAULT_MORPHOLOGIZER_MODEL = default_model(transitions="factored", emissions="composed", nC=16, word_dropout=0.05)
 
 
 @Language.factory(

@@ -1,5 +1,6 @@
 """The `crf_ner` component: CRF-decoded doc.ents through the tags of a scheme,
 with exact entity probabilities, a probability threshold and candidate spans."""
+
 import warnings
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -74,7 +75,6 @@ class CRFEntityRecognizer(CRFComponent):
     # the target of each scheme: the cfg's "scheme" chooses
     SCHEME_TARGETS = {scheme: EntityTarget(scheme) for scheme in ENTITY_SCHEMES}
 
-
     @property
     def target(self) -> EntityTarget:
         return self.SCHEME_TARGETS[self.cfg["scheme"]]
@@ -94,9 +94,14 @@ class CRFEntityRecognizer(CRFComponent):
         RETURNS (int): 0 if the type was already present, otherwise 1.
         """
         if isinstance(label, str) and self.target.is_tag(label):
-            raise ValueError(Errors.E038.format(
-                name=self.name, label=label, scheme=self.cfg["scheme"], entity_type=label.partition("-")[2] or label,
-            ))
+            raise ValueError(
+                Errors.E038.format(
+                    name=self.name,
+                    label=label,
+                    scheme=self.cfg["scheme"],
+                    entity_type=label.partition("-")[2] or label,
+                )
+            )
         return super().add_label(label)
 
     def _initialize_without_labels(self) -> None:
@@ -137,7 +142,9 @@ class CRFEntityRecognizer(CRFComponent):
 
         key = self.cfg.get("candidates_key")
         ids, confidences, spans, probs = scores.decode_with_spans(
-            patterns, path_spans, confidence=bool(self.cfg.get("store_confidence")),
+            patterns,
+            path_spans,
+            confidence=bool(self.cfg.get("store_confidence")),
             threshold=self.cfg["candidates_threshold"] if key is not None else None,
         )
         least = self.cfg.get("threshold") or 0.0
@@ -208,8 +215,11 @@ class CRFEntityRecognizer(CRFComponent):
                 continue
             spans = eg.get_aligned_spans_y2x(group, allow_overlap=True)
             gold = {(e.start, e.end, e.label_) for e in eg.get_aligned_spans_y2x(eg.reference.ents)}
-            rejected.append([
-                (span.start, span.end, index[span.label_]) for span in spans
-                if span.label_ in index and (span.start, span.end, span.label_) not in gold
-            ])
+            rejected.append(
+                [
+                    (span.start, span.end, index[span.label_])
+                    for span in spans
+                    if span.label_ in index and (span.start, span.end, span.label_) not in gold
+                ]
+            )
         return rejected, patterns

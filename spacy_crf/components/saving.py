@@ -1,6 +1,7 @@
 """Saving and loading of the CRF components: the cfg carries a checksum of
 itself and the weights, the component's files are written atomically, and
 loading is checked first and leaves the component unchanged on failure."""
+
 import copy
 import math
 import os
@@ -197,9 +198,11 @@ class SavingMixin:
                 unknown = sorted(key for key in cfg if key not in SAVED_KEYS)
                 since_1_0 = [key for key in KEYS_SINCE_1_0 if key in cfg]
                 if unknown or since_1_0:
-                    why = f"the unknown key {unknown[0]!r}" if unknown else f"{since_1_0[0]!r}, which 1.0 and later write"
+                    why = (
+                        f"the unknown key {unknown[0]!r}" if unknown else f"{since_1_0[0]!r}, which 1.0 and later write"
+                    )
                     reason = (
-                        f"its cfg has no \"{CHECKSUM}\" entry but has {why}: spacy-crf 1.0 and later save a "
+                        f'its cfg has no "{CHECKSUM}" entry but has {why}: spacy-crf 1.0 and later save a '
                         "checksum with every cfg, so the file is damaged (to change a setting on purpose, "
                         "load the pipeline, set it and save it again)"
                     )

@@ -2,6 +2,7 @@
 values and one line of description. The factories' default configs, the
 components' checks (E039, when a component is built) and the settings tables
 of the docs all come from these declarations."""
+
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Mapping, Tuple
@@ -58,42 +59,58 @@ WHOLE = ("a whole number >= 0", _is_whole)
 KEY = ("null or a non-empty string (a key of doc.spans)", _key_or_none)
 
 OVERWRITE = Setting(
-    "overwrite", False, *BOOLEAN,
+    "overwrite",
+    False,
+    *BOOLEAN,
     "Replace labels that a doc already has (else they are kept, as spaCy's tagger keeps them).",
 )
 WINDOW = Setting(
-    "window", 8192, *WHOLE,
+    "window",
+    8192,
+    *WHOLE,
     "Docs longer than this many tokens are tagged window by window, to bound memory; 0 never splits.",
 )
 BY_SENTENCE = Setting(
-    "by_sentence", False, *BOOLEAN,
+    "by_sentence",
+    False,
+    *BOOLEAN,
     "The BiLSTM and the CRF read each sentence of a doc on its own (the doc's sentences, or where "
     "spaCy's sentencizer would cut it); the tok2vec still reads the whole doc.",
 )
 BATCH_WORDS = Setting(
-    "batch_words", 32768, *WHOLE,
+    "batch_words",
+    32768,
+    *WHOLE,
     "`pipe` grows each batch of `batch_size` docs by whole docs until it holds at least this many tokens "
     "(short docs tag faster in large batches); 0 keeps spaCy's batches.",
 )
 STORE_CONFIDENCE = Setting(
-    "store_confidence", False, *BOOLEAN,
+    "store_confidence",
+    False,
+    *BOOLEAN,
     "Write the marginal probability of each token's predicted label to token._.crf_confidence.",
 )
 THREADS = Setting(
-    "threads", 0, *WHOLE,
+    "threads",
+    0,
+    *WHOLE,
     "CPU threads of the component's torch work; 0 (auto) is one thread unless the process chose a count "
     "(OMP_NUM_THREADS, MKL_NUM_THREADS or torch.set_num_threads); training under a transformer keeps the "
     "process's count.",
     saved=False,
 )
 QUANTIZE = Setting(
-    "quantize", "none", *_one_of(QUANTIZE_MODES),
+    "quantize",
+    "none",
+    *_one_of(QUANTIZE_MODES),
     '"int8" predicts on the CPU with an int8 copy of the LSTM and linear layers, "bf16" with a bfloat16 '
     "copy; training, saving and the GPU use the float32 network.",
     saved=False,
 )
 LEARN_NEW_LABELS = Setting(
-    "learn_new_labels", False, *BOOLEAN,
+    "learn_new_labels",
+    False,
+    *BOOLEAN,
     "Training a trained component (fine-tuning, `resume_training`) on a gold label it does not have adds "
     "the label, as `add_label` does, and learns it; false raises E003 there.",
     saved=False,
@@ -103,12 +120,16 @@ COMMON = (OVERWRITE, WINDOW, BY_SENTENCE, BATCH_WORDS, STORE_CONFIDENCE, THREADS
 
 TAGGER: Tuple[Setting, ...] = (
     Setting(
-        "target", "tag", *_one_of(TOKEN_TARGETS),
+        "target",
+        "tag",
+        *_one_of(TOKEN_TARGETS),
         '"tag" writes token.tag_, "pos" token.pos_ (UPOS), "tag+pos" both, from one CRF over the (tag, pos) '
         'pairs of the training data ("NNS|NOUN").',
     ),
     Setting(
-        "constraints", "none", *_one_of(SCHEMES),
+        "constraints",
+        "none",
+        *_one_of(SCHEMES),
         'A tag scheme whose invalid transitions get probability exactly 0, for chunk tags such as "B-NP"; '
         '"none" allows every transition.',
     ),
@@ -117,24 +138,32 @@ TAGGER: Tuple[Setting, ...] = (
 
 MORPHOLOGIZER: Tuple[Setting, ...] = (
     Setting(
-        "target", "pos+morph", *_one_of(MORPH_TARGETS),
+        "target",
+        "pos+morph",
+        *_one_of(MORPH_TARGETS),
         '"pos+morph" writes token.pos_ and token.morph from one CRF over the bundles of the training data '
         '("Case=Nom|Number=Plur|POS=NOUN", spaCy\'s morphologizer labels); "morph" token.morph only; '
         '"tag+pos+morph" token.tag_ as well, one label per (tag, bundle) (UDPipe\'s AllTags).',
     ),
     Setting(
-        "overwrite", True, *BOOLEAN,
+        "overwrite",
+        True,
+        *BOOLEAN,
         "Replace the POS and features a doc already has (spaCy's morphologizer's default); false writes "
         "only where they are unset.",
     ),
     Setting(
-        "extend", False, *BOOLEAN,
+        "extend",
+        False,
+        *BOOLEAN,
         "Merge the predicted features into those a token already has instead of replacing them: the "
         "predicted value wins where both set a feature with overwrite, the token's own without it "
         "(spaCy's morphologizer's extend).",
     ),
     Setting(
-        "label_smoothing", 0.0, "0.0 only: the CRF's loss is the likelihood of whole label sequences, with no "
+        "label_smoothing",
+        0.0,
+        "0.0 only: the CRF's loss is the likelihood of whole label sequences, with no "
         "per-token target distribution to smooth (spaCy's morphologizer's key, accepted so its configs load)",
         lambda value: _is_number(value) and value == 0.0,
         "spaCy's morphologizer's label smoothing, which a CRF has no place for.",
@@ -145,37 +174,52 @@ MORPHOLOGIZER: Tuple[Setting, ...] = (
 
 ENTITY_RECOGNIZER: Tuple[Setting, ...] = (
     Setting(
-        "scheme", "BILUO", *_one_of(ENTITY_SCHEMES),
+        "scheme",
+        "BILUO",
+        *_one_of(ENTITY_SCHEMES),
         "The tag scheme of the entities. Its invalid transitions get probability exactly 0, so every "
         "decoded path makes valid spans.",
     ),
     Setting(
-        "incorrect_spans_key", None, *KEY,
+        "incorrect_spans_key",
+        None,
+        *KEY,
         "In training, the spans in the reference doc's doc.spans[key] are known not to be entities of "
         "their label (an annotator's rejections, as for spaCy's ner): the paths that contain one are left "
         "out of the gold sum.",
     ),
     Setting(
-        "store_entity_probs", False, *BOOLEAN,
+        "store_entity_probs",
+        False,
+        *BOOLEAN,
         "Write each entity's exact posterior probability (the sum over every tag path that makes exactly "
         "that span) to span._.crf_prob of doc.ents.",
     ),
     Setting(
-        "threshold", 0.0, "a probability from 0 to 1", lambda value: _is_number(value) and 0.0 <= value <= 1.0,
+        "threshold",
+        0.0,
+        "a probability from 0 to 1",
+        lambda value: _is_number(value) and 0.0 <= value <= 1.0,
         "Write only the decoded entities whose posterior is at least this (0: all of them).",
     ),
     Setting(
-        "candidates_key", None, *KEY,
+        "candidates_key",
+        None,
+        *KEY,
         "Store every span whose posterior is at least candidates_threshold, decoded or not, as a "
         'SpanGroup in doc.spans[key] with attrs["scores"]; null: no candidates.',
     ),
     Setting(
-        "candidates_threshold", 0.5, "a probability above 0, at most 1",
+        "candidates_threshold",
+        0.5,
+        "a probability above 0, at most 1",
         lambda value: _is_number(value) and 0.0 < value <= 1.0,
         "The least posterior of a candidate span.",
     ),
     Setting(
-        "overwrite", False, *BOOLEAN,
+        "overwrite",
+        False,
+        *BOOLEAN,
         "Replace the entities a doc already has (else only entities that overlap none of them are added).",
     ),
     *[setting for setting in COMMON if setting.name != "overwrite"],
@@ -215,8 +259,10 @@ def documented(settings: Iterable[Setting]) -> Callable[[Callable], Callable]:
     settings = tuple(settings)
 
     def add_settings(factory: Callable) -> Callable:
-        lines = [f"    {setting.name} (default {setting.default!r}; {setting.allowed}): {setting.description}"
-                 for setting in settings]
+        lines = [
+            f"    {setting.name} (default {setting.default!r}; {setting.allowed}): {setting.description}"
+            for setting in settings
+        ]
         factory.__doc__ = (factory.__doc__ or "").rstrip() + "\n\n    Settings:\n" + "\n".join(lines) + "\n"
         return factory
 

@@ -1,4 +1,5 @@
 """The `crf_tagger` component: CRF-decoded token.tag_, token.pos_ or both."""
+
 from typing import Callable, List, Optional
 
 from spacy.language import Language
@@ -58,8 +59,11 @@ def make_crf_tagger(
     """
     settings = factory_settings(TAGGER, locals())
     deprecated = dict(
-        store_entity_probs=store_entity_probs, ents_threshold=ents_threshold, candidates_key=candidates_key,
-        candidates_threshold=candidates_threshold, incorrect_spans_key=incorrect_spans_key,
+        store_entity_probs=store_entity_probs,
+        ents_threshold=ents_threshold,
+        candidates_key=candidates_key,
+        candidates_threshold=candidates_threshold,
+        incorrect_spans_key=incorrect_spans_key,
     )
     if is_0x(target, constraints, deprecated):
         return crf_tagger_0x(nlp, name, model, tagger_class=CRFTagger, scorer=scorer, **deprecated, **settings)

@@ -1,6 +1,7 @@
 """Training of the CRF components: `update` (one CRF NLL step on gold
 labels), `rehearse` (one step towards what the component decoded before
 fine-tuning) and `get_loss`."""
+
 import functools
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 

@@ -1,5 +1,6 @@
 """Tag a corpus with a crf_tagger pipeline: readers, writers and two engines
 (local nlp.pipe, Ray Data) behind one function, `tag_corpus`."""
+
 from ..errors import BadRecordError, CorpusErrors
 from .job import TagSummary, tag_corpus
 

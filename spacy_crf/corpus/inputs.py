@@ -13,6 +13,7 @@ A record is a plain dict: `{"id": ..., "position": int, "text": str or None,
 is a bad record (`bad_record`): its id, file, line and coded reason. Parquet
 input needs pyarrow (the "corpus" extra).
 """
+
 import hashlib
 import json
 import os
@@ -111,7 +112,9 @@ def find_input_files(input_path: Path, *, input_format: Optional[str] = None) ->
     RETURNS (List[Tuple[Path, str, str]]): (file, path relative to the input, format).
     """
     if input_format is not None and input_format not in INPUT_FORMATS:
-        raise ValueError(CorpusErrors.E107.format(setting="input format", value=input_format, options=list(INPUT_FORMATS)))
+        raise ValueError(
+            CorpusErrors.E107.format(setting="input format", value=input_format, options=list(INPUT_FORMATS))
+        )
     if not input_path.exists():
         raise ValueError(CorpusErrors.E101.format(path=input_path))
     if input_path.is_file():
@@ -162,7 +165,9 @@ def plan_shards(
         stat = path.stat()
         for k, start in enumerate(range(0, n_records, shard_size)):
             stop = min(start + shard_size, n_records)
-            shard = Shard(f"{source}.{k:05d}", str(path), source, fmt, start, stop, stat.st_size, sha256, stat.st_mtime_ns)
+            shard = Shard(
+                f"{source}.{k:05d}", str(path), source, fmt, start, stop, stat.st_size, sha256, stat.st_mtime_ns
+            )
             shards.append(shard)
             chunks[shard.name] = [
                 Chunk(shard, i, s, min(s + batch_size, stop), offsets.get(s, 0))
@@ -315,7 +320,9 @@ def _lenient_id(raw: bytes, shard: Shard, options: ReadOptions) -> Any:
     return None if "\ufffd" in str(record_id) else record_id
 
 
-def _json_record(obj: Any, shard: Shard, position: int, options: ReadOptions) -> Tuple[Optional[Dict[str, Any]], Optional[Tuple[str, Any]]]:
+def _json_record(
+    obj: Any, shard: Shard, position: int, options: ReadOptions
+) -> Tuple[Optional[Dict[str, Any]], Optional[Tuple[str, Any]]]:
     if not isinstance(obj, dict):
         return None, (f"expected a JSON object, got {type(obj).__name__}", None)
     record_id = obj.pop(options.id_field, None)
@@ -329,10 +336,23 @@ def _json_record(obj: Any, shard: Shard, position: int, options: ReadOptions) ->
     return _record(record_id, position, text=text, fields=obj), None
 
 
-def _record(record_id: Any, position: int, *, text: Optional[str] = None, words: Optional[List[str]] = None,
-            spaces: Optional[List[bool]] = None, fields: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    return {"id": record_id, "position": position, "text": text, "words": words, "spaces": spaces,
-            "fields": fields or {}}
+def _record(
+    record_id: Any,
+    position: int,
+    *,
+    text: Optional[str] = None,
+    words: Optional[List[str]] = None,
+    spaces: Optional[List[bool]] = None,
+    fields: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    return {
+        "id": record_id,
+        "position": position,
+        "text": text,
+        "words": words,
+        "spaces": spaces,
+        "fields": fields or {},
+    }
 
 
 def _parquet_rows(path: Path, column: str) -> int:
@@ -401,5 +421,8 @@ def _read_docbin(shard: Shard, chunk: Chunk) -> Iterator[Item]:
         if record_id is None:
             record_id = _record_id(shard, position)
         fields = user_data.get("fields")
-        yield position, _record(record_id, position, words=words, spaces=spaces,
-                                fields=fields if isinstance(fields, dict) else {}), None
+        yield (
+            position,
+            _record(record_id, position, words=words, spaces=spaces, fields=fields if isinstance(fields, dict) else {}),
+            None,
+        )

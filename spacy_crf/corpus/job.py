@@ -1,5 +1,6 @@
 """tag_corpus: tag a corpus with a crf_tagger pipeline, shard by shard, on the
 local engine (nlp.pipe) or the ray engine (Ray Data), resumably."""
+
 import hashlib
 import sys
 import time
@@ -141,14 +142,23 @@ def tag_corpus(
     progress (bool): show a progress bar on stderr.
     RETURNS (TagSummary): counts and speed of this run.
     """
-    _check_options(engine=engine, workers=workers, gpus_per_worker=gpus_per_worker, batch_size=batch_size,
-                   shard_size=shard_size, input_format=input_format, output_format=output_format, on_error=on_error)
+    _check_options(
+        engine=engine,
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        batch_size=batch_size,
+        shard_size=shard_size,
+        input_format=input_format,
+        output_format=output_format,
+        on_error=on_error,
+    )
     start_time = time.perf_counter()
     input_path, output_path = Path(input), Path(output)
     _check_paths(input_path, output_path)
     options = ReadOptions(text_field=text_field, id_field=id_field)
-    shards, chunks = plan_shards(input_path, input_format=input_format, shard_size=shard_size,
-                                 batch_size=batch_size, options=options)
+    shards, chunks = plan_shards(
+        input_path, input_format=input_format, shard_size=shard_size, batch_size=batch_size, options=options
+    )
     if not shards:
         files = find_input_files(input_path, input_format=input_format)
         reason = "its files hold no records" if files else f"no files of a known suffix ({', '.join(SUFFIXES)})"
@@ -164,17 +174,21 @@ def tag_corpus(
     with job_lock(output_path):
         if overwrite:
             clear_job(output_path)
-        check_job(output_path, {
-            "version": 2,
-            "input": str(input_path.resolve()),
-            "input_format": input_format,
-            "output_format": output_format,
-            "shard_size": shard_size,
-            "text_field": text_field,
-            "id_field": id_field,
-            "model": f"{nlp.meta.get('lang', '')}_{nlp.meta.get('name', '')}-{nlp.meta.get('version', '')}",
-            "model_sha256": hashlib.sha256(nlp.to_bytes()).hexdigest(),
-        }, {shard.source: {"size": shard.size, "sha256": shard.sha256} for shard in shards})
+        check_job(
+            output_path,
+            {
+                "version": 2,
+                "input": str(input_path.resolve()),
+                "input_format": input_format,
+                "output_format": output_format,
+                "shard_size": shard_size,
+                "text_field": text_field,
+                "id_field": id_field,
+                "model": f"{nlp.meta.get('lang', '')}_{nlp.meta.get('name', '')}-{nlp.meta.get('version', '')}",
+                "model_sha256": hashlib.sha256(nlp.to_bytes()).hexdigest(),
+            },
+            {shard.source: {"size": shard.size, "sha256": shard.sha256} for shard in shards},
+        )
         remove_temporary_files(output_path)
         done = read_manifest(output_path)
         todo = []
@@ -191,16 +205,39 @@ def tag_corpus(
         summary.shards_redone = sum(shard.name in done for shard in todo)
         work = [chunk for shard in todo for chunk in chunks[shard.name]]
         if work:
-            _run(nlp, todo, work, _Manifest(output_path, done), summary, engine=engine, workers=workers,
-                 gpus_per_worker=gpus_per_worker, batch_size=batch_size, output_format=output_format, options=options,
-                 on_error=on_error, address=address, runtime_env=runtime_env, progress=progress)
+            _run(
+                nlp,
+                todo,
+                work,
+                _Manifest(output_path, done),
+                summary,
+                engine=engine,
+                workers=workers,
+                gpus_per_worker=gpus_per_worker,
+                batch_size=batch_size,
+                output_format=output_format,
+                options=options,
+                on_error=on_error,
+                address=address,
+                runtime_env=runtime_env,
+                progress=progress,
+            )
     summary.seconds = time.perf_counter() - start_time
     summary.words_per_second = summary.words / summary.seconds if summary.seconds else 0.0
     return summary
 
 
-def _check_options(*, engine: str, workers: int, gpus_per_worker: float, batch_size: int, shard_size: int,
-                   input_format: Optional[str], output_format: str, on_error: str) -> None:
+def _check_options(
+    *,
+    engine: str,
+    workers: int,
+    gpus_per_worker: float,
+    batch_size: int,
+    shard_size: int,
+    input_format: Optional[str],
+    output_format: str,
+    on_error: str,
+) -> None:
     for setting, value, options in (
         ("engine", engine, ENGINES),
         ("output format", output_format, OUTPUT_FORMATS),
@@ -209,9 +246,15 @@ def _check_options(*, engine: str, workers: int, gpus_per_worker: float, batch_s
         if value not in options:
             raise ValueError(CorpusErrors.E107.format(setting=setting, value=value, options=list(options)))
     if input_format is not None and input_format not in INPUT_FORMATS:
-        raise ValueError(CorpusErrors.E107.format(setting="input format", value=input_format, options=list(INPUT_FORMATS)))
-    for setting, value, minimum in (("workers", workers, 1), ("batch_size", batch_size, 1),
-                                    ("shard_size", shard_size, 1), ("gpus_per_worker", gpus_per_worker, 0)):
+        raise ValueError(
+            CorpusErrors.E107.format(setting="input format", value=input_format, options=list(INPUT_FORMATS))
+        )
+    for setting, value, minimum in (
+        ("workers", workers, 1),
+        ("batch_size", batch_size, 1),
+        ("shard_size", shard_size, 1),
+        ("gpus_per_worker", gpus_per_worker, 0),
+    ):
         if value < minimum:
             raise ValueError(CorpusErrors.E111.format(setting=setting, minimum=minimum, value=value))
     if engine == "local" and gpus_per_worker > 0 and workers > 1:
@@ -229,8 +272,13 @@ def _check_options(*, engine: str, workers: int, gpus_per_worker: float, batch_s
 def _check_paths(input_path: Path, output_path: Path) -> None:
     """Refuse an output folder that overlaps the input (E117) or is a file (E118)."""
     source, target = input_path.resolve(), output_path.resolve()
-    relation = "is" if target == source else "is inside" if target.is_relative_to(source) else (
-        "holds" if source.is_relative_to(target) else None)
+    relation = (
+        "is"
+        if target == source
+        else "is inside"
+        if target.is_relative_to(source)
+        else ("holds" if source.is_relative_to(target) else None)
+    )
     if relation is not None:
         raise ValueError(CorpusErrors.E117.format(output=output_path, relation=relation, input=input_path))
     if output_path.exists() and not output_path.is_dir():
@@ -264,9 +312,24 @@ class _Manifest:
             self.pending = False
 
 
-def _run(nlp: Any, todo: List[Shard], work: List[Chunk], manifest: _Manifest, summary: TagSummary, *, engine: str,
-         workers: int, gpus_per_worker: float, batch_size: int, output_format: str, options: ReadOptions,
-         on_error: str, address: Optional[str], runtime_env: Optional[Dict[str, Any]], progress: bool) -> None:
+def _run(
+    nlp: Any,
+    todo: List[Shard],
+    work: List[Chunk],
+    manifest: _Manifest,
+    summary: TagSummary,
+    *,
+    engine: str,
+    workers: int,
+    gpus_per_worker: float,
+    batch_size: int,
+    output_format: str,
+    options: ReadOptions,
+    on_error: str,
+    address: Optional[str],
+    runtime_env: Optional[Dict[str, Any]],
+    progress: bool,
+) -> None:
     """Tag the chunks on an engine; write each shard (its output, then its bad
     records, then its manifest entry) as soon as all its chunks are in."""
     from tqdm import tqdm
@@ -278,22 +341,42 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], manifest: _Manifest, su
     by_name = {shard.name: shard for shard in todo}
     received: Dict[str, Dict[int, ChunkResult]] = {name: {} for name in n_chunks}
     spans: Dict[str, List[float]] = {}  # worker -> [first start, last end, words]
-    bar = tqdm(total=sum(c.stop - c.start for c in work), unit="doc", disable=not progress, file=sys.stderr,
-               desc=f"tagging ({engine})", dynamic_ncols=True)
+    bar = tqdm(
+        total=sum(c.stop - c.start for c in work),
+        unit="doc",
+        disable=not progress,
+        file=sys.stderr,
+        desc=f"tagging ({engine})",
+        dynamic_ncols=True,
+    )
     try:
-        for result in _results(nlp, work, engine=engine, workers=workers, gpus_per_worker=gpus_per_worker,
-                               batch_size=batch_size, output_format=output_format, options=options,
-                               address=address, runtime_env=runtime_env, summary=summary):
+        for result in _results(
+            nlp,
+            work,
+            engine=engine,
+            workers=workers,
+            gpus_per_worker=gpus_per_worker,
+            batch_size=batch_size,
+            output_format=output_format,
+            options=options,
+            address=address,
+            runtime_env=runtime_env,
+            summary=summary,
+        ):
             if result.bad and on_error == "raise":
                 raise BadRecordError(result.bad[0]["message"])
             received[result.shard][result.index] = result
             span = spans.setdefault(result.worker, [result.started, result.finished, 0])
-            span[0], span[1], span[2] = min(span[0], result.started), max(span[1], result.finished), span[2] + result.words
+            span[0], span[1], span[2] = (
+                min(span[0], result.started),
+                max(span[1], result.finished),
+                span[2] + result.words,
+            )
             summary.docs += result.docs
             summary.words += result.words
             summary.bad_records += len(result.bad)
             room = 20 - len(summary.bad_messages)
-            summary.bad_messages.extend(entry["message"] for entry in result.bad[:max(room, 0)])
+            summary.bad_messages.extend(entry["message"] for entry in result.bad[: max(room, 0)])
             for entry in result.bad:
                 bar.write(f"skipped: {entry['message']}", file=sys.stderr)
             bar.update(result.docs + len(result.bad))
@@ -308,21 +391,25 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], manifest: _Manifest, su
                 ordered = [parts[i] for i in range(len(parts))]
                 bad = [entry for part in ordered for entry in part.bad]
                 try:
-                    name = write_shard(output, shard.name, (part.payload for part in ordered), output_format=output_format)
+                    name = write_shard(
+                        output, shard.name, (part.payload for part in ordered), output_format=output_format
+                    )
                 except Exception as err:  # e.g. Parquet columns whose types differ from chunk to chunk
                     raise ValueError(CorpusErrors.E119.format(shard=shard.name, path=output, reason=err)) from err
                 bad_name = write_bad_records(output, shard.name, bad)
-                manifest.add({
-                    "shard": shard.name,
-                    **file_entry(output, name),
-                    "source": shard.source,
-                    "start": shard.start,
-                    "stop": shard.stop,
-                    "docs": sum(part.docs for part in ordered),
-                    "words": sum(part.words for part in ordered),
-                    "bad_records": len(bad),
-                    "bad": None if bad_name is None else file_entry(output, bad_name),
-                })
+                manifest.add(
+                    {
+                        "shard": shard.name,
+                        **file_entry(output, name),
+                        "source": shard.source,
+                        "start": shard.start,
+                        "stop": shard.stop,
+                        "docs": sum(part.docs for part in ordered),
+                        "words": sum(part.words for part in ordered),
+                        "bad_records": len(bad),
+                        "bad": None if bad_name is None else file_entry(output, bad_name),
+                    }
+                )
                 del received[result.shard]
                 summary.shards_written += 1
     finally:
@@ -331,18 +418,37 @@ def _run(nlp: Any, todo: List[Shard], work: List[Chunk], manifest: _Manifest, su
     summary.steady_words_per_second = sum(words / (end - start) for start, end, words in spans.values() if end > start)
 
 
-def _results(nlp: Any, work: List[Chunk], *, engine: str, workers: int, gpus_per_worker: float, batch_size: int,
-             output_format: str, options: ReadOptions, address: Optional[str],
-             runtime_env: Optional[Dict[str, Any]], summary: TagSummary) -> Iterator[ChunkResult]:
+def _results(
+    nlp: Any,
+    work: List[Chunk],
+    *,
+    engine: str,
+    workers: int,
+    gpus_per_worker: float,
+    batch_size: int,
+    output_format: str,
+    options: ReadOptions,
+    address: Optional[str],
+    runtime_env: Optional[Dict[str, Any]],
+    summary: TagSummary,
+) -> Iterator[ChunkResult]:
     if engine == "local":
         from .local import run_local
 
-        yield from run_local(nlp, work, options=options, output_format=output_format, workers=workers,
-                             batch_size=batch_size)
+        yield from run_local(
+            nlp, work, options=options, output_format=output_format, workers=workers, batch_size=batch_size
+        )
         return
     from .ray_engine import ray_session, run_ray
 
     with ray_session(address, runtime_env=runtime_env) as startup_seconds:
         summary.startup_seconds = startup_seconds
-        yield from run_ray(nlp, work, options=options, output_format=output_format, workers=workers,
-                           gpus_per_worker=gpus_per_worker, batch_size=batch_size)
+        yield from run_ray(
+            nlp,
+            work,
+            options=options,
+            output_format=output_format,
+            workers=workers,
+            gpus_per_worker=gpus_per_worker,
+            batch_size=batch_size,
+        )

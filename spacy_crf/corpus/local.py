@@ -7,6 +7,7 @@ bytes. The docs of a batch are the docs of a chunk, whichever engine and
 however many workers: the output is the same, byte for byte. The worker
 processes end when the process that started them dies, killed or not.
 """
+
 import ctypes
 import multiprocessing
 import os

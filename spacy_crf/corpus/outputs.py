@@ -22,6 +22,7 @@ The job holds OUTPUT/.lock while it runs (one job per folder), and writes,
 renames and deletes only real files inside OUTPUT: a symbolic link where it
 would write is refused (E120), never followed.
 """
+
 import contextlib
 import json
 import os
@@ -298,11 +299,15 @@ def check_job(output: Path, settings: Dict[str, Any], inputs: Dict[str, Dict[str
     path = output / JOB
     if path.exists():
         old = json.loads(path.read_text(encoding="utf8"))
-        diff = [f"{key}: {old.get(key)!r} there, {value!r} now" for key, value in settings.items() if old.get(key) != value]
+        diff = [
+            f"{key}: {old.get(key)!r} there, {value!r} now" for key, value in settings.items() if old.get(key) != value
+        ]
         if diff:
             raise ValueError(CorpusErrors.E108.format(path=output, detail="; ".join(diff)))
         old_inputs = old.get("inputs", {})
-        changed = [f"{source} changed" for source in inputs if source in old_inputs and old_inputs[source] != inputs[source]]
+        changed = [
+            f"{source} changed" for source in inputs if source in old_inputs and old_inputs[source] != inputs[source]
+        ]
         changed += [f"{source} is new" for source in inputs if source not in old_inputs]
         changed += [f"{source} is gone" for source in old_inputs if source not in inputs]
         if changed:

@@ -3,6 +3,7 @@
 pyarrow is in the "corpus" extra (pip install "spacy-crf[corpus]"), not a core
 dependency: JSON Lines, plain text and DocBin input and output work without it.
 """
+
 from types import ModuleType
 
 from ..errors import CorpusErrors

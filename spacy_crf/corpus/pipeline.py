@@ -5,6 +5,7 @@ Only spaCy's public API of a loaded pipeline is used (`spacy.load`,
 `nlp.pipe`, `nlp.to_bytes`/`from_bytes`, the components' `cfg`), so any
 pipeline with a spacy-crf component works, whatever its other components.
 """
+
 import os
 import socket
 import time
@@ -152,8 +153,9 @@ class ChunkTagger:
             docs, payload = self._tag(self._isolate(shard, records, bad))
         bad.sort(key=lambda entry: entry["position"])
         n_words = sum(len(doc) for doc in docs)
-        return ChunkResult(shard.name, data.chunk.index, payload, len(docs), n_words, bad, started, time.time(),
-                           _WORKER)
+        return ChunkResult(
+            shard.name, data.chunk.index, payload, len(docs), n_words, bad, started, time.time(), _WORKER
+        )
 
     def _tag(self, records: List[Dict[str, Any]]) -> Tuple[List[Doc], bytes]:
         docs = list(self.nlp.pipe((make_input(self.nlp, r) for r in records), batch_size=self.batch_size))

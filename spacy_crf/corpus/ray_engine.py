@@ -8,6 +8,7 @@ the shards. An actor that dies is restarted by Ray and its chunk redone (Ray
 Data's actor pools retry by default); a chunk's result reaches the driver
 once, from the attempt that finished.
 """
+
 import contextlib
 import logging
 import pickle

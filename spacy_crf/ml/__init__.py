@@ -1,6 +1,7 @@
 """The Thinc side of spacy-crf: the registered architectures, the shim around
 the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
+
 from .batch_loss import crf_batch_loss
 from .bilstm_crf import (
     add_labels,

@@ -1,6 +1,7 @@
 """The checks of the architectures' settings, made when a model is built
 (before `initialize`), each with a coded error (E041) that names the setting
 and what it takes."""
+
 from typing import Any, Callable, Tuple
 
 from ..errors import Errors
@@ -26,4 +27,6 @@ def check_arguments(architecture: str, **arguments: Tuple[Any, Rule]) -> None:
     """Raise ValueError E041 for the first argument (value, rule) that its rule refuses."""
     for setting, (value, (allowed, check)) in arguments.items():
         if not check(value):
-            raise ValueError(Errors.E041.format(architecture=architecture, setting=setting, value=value, allowed=allowed))
+            raise ValueError(
+                Errors.E041.format(architecture=architecture, setting=setting, value=value, allowed=allowed)
+            )

@@ -1,4 +1,5 @@
 """The loss the component calls: CRF negative log-likelihood of a CRFBatch."""
+
 from typing import Optional, Sequence, Tuple
 
 import numpy
@@ -59,7 +60,10 @@ def crf_batch_loss(
     group_table = None if groups is None else torch.as_tensor(groups, dtype=torch.bool, device=emissions.device)
     with torch.enable_grad():
         loss = crf_loss(
-            CRFScores(leaves[0], mask, *leaves[1:], classes), gold_grid, excluded_grid, rejected_rows,
+            CRFScores(leaves[0], mask, *leaves[1:], classes),
+            gold_grid,
+            excluded_grid,
+            rejected_rows,
             groups=group_table,
         )
         trainable = [leaf for leaf in leaves if leaf.requires_grad]

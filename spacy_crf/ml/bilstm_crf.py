@@ -6,6 +6,7 @@ builds it once the input width and the number of labels are known (at
 `initialize`, or from a saved model). The layer cuts long docs into chunks and
 returns a `CRFBatch`, which maps the chunks back to docs.
 """
+
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy
@@ -63,8 +64,13 @@ def build_bilstm_crf_v4(
         nO: The number of labels; set by the component from its labels.
     """
     check_arguments(
-        "spacy_crf.BiLSTMCRF.v4", hidden_width=(hidden_width, POSITIVE), depth=(depth, WHOLE),
-        dropout=(dropout, RATE), input_dropout=(input_dropout, RATE), crf=(crf, FLAG), chunk_size=(chunk_size, WHOLE),
+        "spacy_crf.BiLSTMCRF.v4",
+        hidden_width=(hidden_width, POSITIVE),
+        depth=(depth, WHOLE),
+        dropout=(dropout, RATE),
+        input_dropout=(input_dropout, RATE),
+        crf=(crf, FLAG),
+        chunk_size=(chunk_size, WHOLE),
     )
     if transitions not in TRANSITIONS:
         raise ValueError(Errors.E022.format(value=transitions, options=", ".join(TRANSITIONS)))
@@ -147,7 +153,7 @@ def check_quantize(mode: str, name: str) -> None:
 
 
 def set_quantize(model: Model, mode: str) -> None:
-    """"none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
+    """ "none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
     copy of the torch network (spacy_crf.nn.quantize); training and saving
     are unchanged."""
     crf_shim(model).set_quantize(mode)
@@ -244,8 +250,12 @@ def joined_rows(X: List[Floats2d]) -> Floats2d:
     first = parts[0]
     itemsize, width = first.itemsize, first.shape[1]
     consecutive = all(
-        x.base is not None and x.base is first.base and x.flags.c_contiguous and x.dtype == first.dtype
-        and x.shape[1] == width for x in parts
+        x.base is not None
+        and x.base is first.base
+        and x.flags.c_contiguous
+        and x.dtype == first.dtype
+        and x.shape[1] == width
+        for x in parts
     ) and all(b.ctypes.data == a.ctypes.data + a.nbytes for a, b in zip(parts, parts[1:]))
     if not consecutive:
         return numpy.concatenate(X)

@@ -15,6 +15,7 @@ gradients to float rounding, much faster), unless SPACY_CRF_KERNELS=torch asks
 for the reference code or Numba cannot be set up. CharCNN.v1 is in
 spacy_crf/legacy.py.
 """
+
 import importlib.util
 import warnings
 from functools import lru_cache

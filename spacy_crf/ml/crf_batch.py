@@ -11,6 +11,7 @@ decoding reads the scores as they are, every probability (marginals,
 confidences, span posteriors, n-best and best-path probabilities, entropies,
 the NLL) the tempered scores, so a temperature never changes a decoded path.
 """
+
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -452,9 +453,7 @@ class CRFBatch:
             if inside:
                 longest = max(end - start + 1 for _, start, end, _ in inside)
                 spans_tensor = torch.tensor(inside, dtype=torch.long, device=device)
-                log_probs = span_log_probs(
-                    tempered, spans_tensor, pattern_tensor, max_length=longest, passes=passes
-                )
+                log_probs = span_log_probs(tempered, spans_tensor, pattern_tensor, max_length=longest, passes=passes)
                 parts.append(torch.exp(log_probs).double())
             if search:
                 all_log_probs = all_span_log_probs(

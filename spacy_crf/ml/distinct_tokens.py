@@ -11,6 +11,7 @@ CPU takes this path; training, where dropout differs per token, and the GPU
 run the layers on every token. The model keeps the node, name and layers of
 the chain it replaces, so saved models load into it.
 """
+
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy
@@ -46,7 +47,9 @@ class DistinctTokens:
         if all(column in self._where for column in wanted):
             array = self._keys[:, [self._where[column] for column in wanted]]
         else:
-            array = numpy.concatenate([token_array(doc, wanted).reshape(len(doc), len(wanted)) for doc in self.docs])[self.rows]
+            array = numpy.concatenate([token_array(doc, wanted).reshape(len(doc), len(wanted)) for doc in self.docs])[
+                self.rows
+            ]
         return array[:, 0] if isinstance(columns, int) else array
 
 

@@ -33,6 +33,7 @@ The temperature of the probabilities is applied here, once: every batch that
 `_score` hands out carries it (see `CRFBatch.tempered`), so every method
 below gives probabilities at that temperature and decodes the same paths.
 """
+
 import functools
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
@@ -132,22 +133,18 @@ class DocScores:
             # the asked spans inside this part, in its docs' offsets
             picked = []
             for i, n in zip(doc_ids, batch.doc_lengths):
-                picked.append([
-                    j for j, (start, end, _) in enumerate(given[i])
-                    if offset <= start and end <= offset + n
-                ])
+                picked.append(
+                    [j for j, (start, end, _) in enumerate(given[i]) if offset <= start and end <= offset + n]
+                )
             part_spans = [
                 [(given[i][j][0] - offset, given[i][j][1] - offset, given[i][j][2]) for j in js]
                 for i, js in zip(doc_ids, picked)
             ]
-            part = batch.span_probabilities(
-                patterns, part_spans, threshold=threshold, max_length=max_length
-            )
+            part = batch.span_probabilities(patterns, part_spans, threshold=threshold, max_length=max_length)
             for i, js, result in zip(doc_ids, picked, part):
                 results[i].given[js] = result.given
                 results[i].found.extend(
-                    (start + offset, end + offset, kind, prob)
-                    for start, end, kind, prob in result.found
+                    (start + offset, end + offset, kind, prob) for start, end, kind, prob in result.found
                 )
         return results
 

@@ -7,6 +7,7 @@ versions are in spacy_crf/legacy.py.
 The features of a batch are built on the host in one array and copied to the
 device once (features.py); the outputs equal spaCy's per-doc layers'.
 """
+
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy
@@ -98,9 +99,14 @@ def build_hash_char_embed_v5(
             mixed in beside the hash and byte features; null for none.
     """
     check_arguments(
-        "spacy_crf.HashCharEmbed.v5", width=(width, POSITIVE), nM=(nM, POSITIVE), nC=(nC, WHOLE),
-        min_count=(min_count, WHOLE), word_dropout=(word_dropout, RATE),
-        include_static_vectors=(include_static_vectors, FLAG), sum_byte_gradients=(sum_byte_gradients, FLAG),
+        "spacy_crf.HashCharEmbed.v5",
+        width=(width, POSITIVE),
+        nM=(nM, POSITIVE),
+        nC=(nC, WHOLE),
+        min_count=(min_count, WHOLE),
+        word_dropout=(word_dropout, RATE),
+        include_static_vectors=(include_static_vectors, FLAG),
+        sum_byte_gradients=(sum_byte_gradients, FLAG),
     )
     for row_count in rows:
         check_arguments("spacy_crf.HashCharEmbed.v5", rows=(row_count, POSITIVE))
@@ -123,10 +129,7 @@ def hash_char_embed(
 ) -> Model[List[Doc], List[Floats2d]]:
     if len(rows) != len(attrs):
         raise ValueError(f"Mismatched lengths: {len(rows)} rows vs {len(attrs)} attrs")
-    embeddings = [
-        HashEmbed(width, n_rows, column=i, seed=8 + i, dropout=0.0)
-        for i, n_rows in enumerate(rows)
-    ]
+    embeddings = [HashEmbed(width, n_rows, column=i, seed=8 + i, dropout=0.0) for i, n_rows in enumerate(rows)]
     layers = [batch_features(attrs), list2ragged()]
     if min_count > 0:
         layers.append(known_words(intify_attr(attrs[0]), min_count, word_dropout))

@@ -17,6 +17,7 @@ that share a byte at a position, only the last one's gradient reaches the
 table, as numpy's `table[index] += values` does with repeated indices) and
 the true sum over every token (`exact_gradient=True`).
 """
+
 from typing import Callable, Dict, List, Sequence, Tuple, TypeVar, Union
 
 import numpy

@@ -14,6 +14,7 @@ Results equal BLIS's up to float32 rounding (the products are summed in a
 different order). `Model.to_cpu()` gives a layer Thinc's default NumpyOps
 again: the same results, BLIS's speed.
 """
+
 from thinc.api import Model, NumpyOps
 
 # One instance for every layer: NumpyOps holds no per-layer state.

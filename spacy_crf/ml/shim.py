@@ -27,6 +27,7 @@ sizes are known, saves those sizes with the weights, and loads weights only.
   the one contiguous buffer that cuDNN reads, with no re-flattening per step
   and no "weights are not part of single contiguous chunk" copies per call.
 """
+
 import contextlib
 import io
 import pickle
@@ -72,7 +73,7 @@ class CRFShim(PyTorchShim):
         self._inference_copy: Optional[torch.nn.Module] = None
 
     def set_quantize(self, mode: str) -> None:
-        """"none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
+        """ "none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
         copy of the network."""
         if mode not in quantization.MODES:
             raise ValueError(f"quantize must be one of {quantization.MODES}, got {mode!r}")
@@ -140,8 +141,13 @@ class CRFShim(PyTorchShim):
         network_cfg = dict(self.cfg["network"])
         settings = {k: v for k, v in network_cfg.items() if k not in ("n_inputs", "n_labels", "classes", "parts")}
         self._model = grown_network(
-            self._model, settings, donors, classes=classes, class_sources=class_sources,
-            parts=parts, part_sources=part_sources,
+            self._model,
+            settings,
+            donors,
+            classes=classes,
+            class_sources=class_sources,
+            parts=parts,
+            part_sources=part_sources,
         )
         network_cfg["n_labels"] = int(self._model.start.shape[0])
         if network_cfg.get("transitions") == "factored":
@@ -152,9 +158,7 @@ class CRFShim(PyTorchShim):
         self._apply_constraints()
         return self._model
 
-    def set_constraints(
-        self, masks: Optional[Tuple[Any, Any, Any]]
-    ) -> None:
+    def set_constraints(self, masks: Optional[Tuple[Any, Any, Any]]) -> None:
         """Forbid the transitions, first and last labels that the bool masks
         (K, K), (K,), (K,) rule out; None allows everything. Kept across loads."""
         if masks is None:

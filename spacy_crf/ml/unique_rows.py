@@ -8,6 +8,7 @@ back, forward and backward. The output is the same as with_array's; the
 parameter gradients are too, since equal rows come from the same parameters.
 Rows are grouped on the CPU only (on GPU the matrix product is cheap).
 """
+
 from typing import Callable, Optional, Tuple
 
 import numpy

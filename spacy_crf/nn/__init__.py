@@ -5,6 +5,7 @@ nbest_decode are dispatch.py's: the fused Triton kernels on CUDA, factored.py
 for class-factored transitions, the torch reference (spacy_crf.nn.crf)
 otherwise; see dispatch.py for the `kernels` switch.
 """
+
 from .constraints import constrain
 from .crf import (
     NEG_INF,

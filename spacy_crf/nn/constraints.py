@@ -2,6 +2,7 @@
 
 Pure torch, no spaCy. The boolean masks come from `spacy_crf.constraints`.
 """
+
 from typing import Tuple
 
 import torch
@@ -26,9 +27,7 @@ def constrain(
     RETURNS (CRFScores): the same emissions and mask, constrained parameters.
     """
     emissions, mask, transitions, start, end, _ = scores
-    return CRFScores(
-        emissions, mask, *forbid(transitions, start, end, allowed_transitions, allowed_start, allowed_end)
-    )
+    return CRFScores(emissions, mask, *forbid(transitions, start, end, allowed_transitions, allowed_start, allowed_end))
 
 
 def forbid(

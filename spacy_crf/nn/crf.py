@@ -16,6 +16,7 @@ functions, and dispatch.py (whose log_partition, negative_log_likelihood,
 viterbi_decode and marginals `spacy_crf.nn` exports) runs this code wherever
 the kernels do not. This module imports neither.
 """
+
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
@@ -46,27 +47,17 @@ def check_scores(scores: CRFScores) -> None:
         raise ValueError(f"emissions must be (B, T, K), got {tuple(emissions.shape)}")
     B, T, K = emissions.shape
     if tuple(mask.shape) != (B, T) or mask.dtype != torch.bool:
-        raise ValueError(
-            f"mask must be a bool tensor of shape {(B, T)}, "
-            f"got {mask.dtype} {tuple(mask.shape)}"
-        )
+        raise ValueError(f"mask must be a bool tensor of shape {(B, T)}, got {mask.dtype} {tuple(mask.shape)}")
     if tuple(transitions.shape) != (K, K):
-        raise ValueError(
-            f"transitions must be {(K, K)}, got {tuple(transitions.shape)}"
-        )
+        raise ValueError(f"transitions must be {(K, K)}, got {tuple(transitions.shape)}")
     if tuple(start.shape) != (K,) or tuple(end.shape) != (K,):
-        raise ValueError(
-            f"start and end must be {(K,)}, got {tuple(start.shape)} and "
-            f"{tuple(end.shape)}"
-        )
+        raise ValueError(f"start and end must be {(K,)}, got {tuple(start.shape)} and {tuple(end.shape)}")
 
 
 def check_allowed(scores: CRFScores, allowed: torch.Tensor) -> None:
     """Raise ValueError naming the shapes if `allowed` does not fit the emissions."""
     if tuple(allowed.shape) != tuple(scores.emissions.shape):
-        raise ValueError(
-            f"allowed must be {tuple(scores.emissions.shape)}, got {tuple(allowed.shape)}"
-        )
+        raise ValueError(f"allowed must be {tuple(scores.emissions.shape)}, got {tuple(allowed.shape)}")
 
 
 def _compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -140,9 +131,7 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
         return emissions.new_zeros(emissions.shape[0], dtype=dtype)
-    log_z = _LogPartition.apply(
-        emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype)
-    )
+    log_z = _LogPartition.apply(emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype))
     return torch.where(mask[:, 0], log_z, torch.zeros_like(log_z))
 
 
@@ -281,9 +270,7 @@ def negative_log_likelihood(
 
 
 @torch.no_grad()
-def viterbi_decode(
-    scores: CRFScores, *, compact: Optional[bool] = None
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def viterbi_decode(scores: CRFScores, *, compact: Optional[bool] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """The highest-scoring path of every sequence in the batch.
 
     The forward pass keeps only the max-product scores of every step (no
@@ -319,9 +306,7 @@ def viterbi_decode(
         paths, best_score = _viterbi(emissions, transitions, start, end, mask=mask)
     else:
         order, running = length_order(mask)
-        paths, best_score = _viterbi(
-            emissions.index_select(0, order), transitions, start, end, running=running
-        )
+        paths, best_score = _viterbi(emissions.index_select(0, order), transitions, start, end, running=running)
         paths, best_score = in_batch_order(order, paths, best_score)
     best_score = torch.where(mask[:, 0], best_score, torch.zeros_like(best_score))
     return paths, best_score

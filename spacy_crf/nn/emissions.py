@@ -10,6 +10,7 @@
   width * K (Turkish IMST: 76 parts, 981 bundles). The CRF over the bundles is
   unchanged: emissions are its inputs, whatever computed them.
 """
+
 from typing import Sequence
 
 import torch

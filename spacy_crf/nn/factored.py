@@ -28,6 +28,7 @@ force).
 `classes` must only be given for a matrix of this form: hard constraints
 (constraints.constrain) break it and drop the field.
 """
+
 from typing import List, NamedTuple, Optional, Tuple
 
 import torch

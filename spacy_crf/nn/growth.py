@@ -11,6 +11,7 @@ and every score of the old labels, is what it was. With composed emissions a
 new label scores its own parts (a new part starts at zero), so this holds
 only as far as those parts' scores do.
 """
+
 from typing import Optional, Sequence
 
 import torch
@@ -97,4 +98,3 @@ def _part_rows(weight: torch.Tensor, sources: Sequence[int], shape: torch.Size) 
         if old >= 0:
             rows[new] = weight[old]
     return rows
-

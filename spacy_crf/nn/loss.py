@@ -2,6 +2,7 @@
 
 Pure torch, no spaCy. The NLL is dispatch.py's: the fused kernels on CUDA.
 """
+
 from typing import Optional, Tuple
 
 import torch

@@ -4,6 +4,7 @@ composed from the labels' parts: emissions.py) -> CRF scores.
 Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
 transition, start and end parameters); the loss and decoding live in crf.py.
 """
+
 from typing import Optional, Sequence, Union
 
 import torch
@@ -114,9 +115,7 @@ class BiLSTMCRF(nn.Module):
         self.register_buffer("allowed_start", None, persistent=False)
         self.register_buffer("allowed_end", None, persistent=False)
 
-    def set_constraints(
-        self, transitions: torch.Tensor, start: torch.Tensor, end: torch.Tensor
-    ) -> None:
+    def set_constraints(self, transitions: torch.Tensor, start: torch.Tensor, end: torch.Tensor) -> None:
         """Forbid transitions, first and last labels: their scores become log(0).
 
         transitions (Tensor): (K, K) bool, [i, j] if label j may follow label i.
@@ -199,9 +198,7 @@ class BiLSTMCRF(nn.Module):
                     data = hidden.index_select(0, token_index(rows, starts, T))
                 else:
                     data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
-                packed_inputs = PackedSequence(
-                    data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None
-                )
+                packed_inputs = PackedSequence(data, rows.batch_sizes, rows.sorted_indices.to(inputs.device), None)
                 output = self.lstm(packed_inputs)[0].data
             if head is None:
                 emissions = self._emit(output)

@@ -10,6 +10,7 @@ the Numba Viterbi (numba_viterbi.py) decodes them as they are, and
 `padded()` builds the CRFScores for everything else (marginals, n-best, span
 posteriors, the loss), equal to what the network would have returned, once.
 """
+
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Tuple
 

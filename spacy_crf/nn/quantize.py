@@ -19,6 +19,7 @@ float32.
   elsewhere torch converts in software, which can be slower than float32:
   measure first.
 """
+
 import copy
 import warnings
 

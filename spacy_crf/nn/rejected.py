@@ -129,7 +129,9 @@ class _Schedule:
         for index, (row, first, last, pattern) in enumerate(kept.values()):
             rows_of["start"].append((first, index, row, _label(pattern, first, last, first)))
             for t in range(first + 1, last + 1):
-                rows_of["grow"].append((t, index, row, _label(pattern, first, last, t - 1), _label(pattern, first, last, t)))
+                rows_of["grow"].append(
+                    (t, index, row, _label(pattern, first, last, t - 1), _label(pattern, first, last, t))
+                )
             label = _label(pattern, first, last, last)
             if pattern[NOT_AFTER] < 0:
                 rows_of["last"].append((last, index, row, label))
@@ -171,7 +173,11 @@ def _usable(spans: torch.Tensor, patterns: torch.Tensor, lengths) -> dict:
         if not 0 <= kind < patterns.shape[0]:
             raise ValueError(f"span type {kind} is not a row of the {patterns.shape[0]} patterns")
         pattern = patterns[kind].tolist()
-        needed = [pattern[SINGLE]] if first == last else [pattern[FIRST], pattern[LAST]] + ([pattern[MIDDLE]] if last > first + 1 else [])
+        needed = (
+            [pattern[SINGLE]]
+            if first == last
+            else [pattern[FIRST], pattern[LAST]] + ([pattern[MIDDLE]] if last > first + 1 else [])
+        )
         if min(needed) < 0:
             continue
         seen.add(key)

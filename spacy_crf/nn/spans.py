@@ -35,6 +35,7 @@ left-aligned real tokens; a row of length 0 has no spans. float64 in gives
 float64 out, anything else float32. Log probabilities are clamped to
 [NEG_INF, 0]; NEG_INF stands for log 0.
 """
+
 from typing import Optional, Tuple
 
 import torch
@@ -256,9 +257,7 @@ def all_span_log_probs(
     return torch.stack(out, dim=2)
 
 
-def _exit_scores(
-    scores: CRFScores, betas: torch.Tensor, labels: torch.Tensor, not_after: torch.Tensor
-) -> torch.Tensor:
+def _exit_scores(scores: CRFScores, betas: torch.Tensor, labels: torch.Tensor, not_after: torch.Tensor) -> torch.Tensor:
     """exit_t(l) for pairs (label l, label that must not follow or -1).
 
     labels (Tensor): (P,) label ids. not_after (Tensor): (P,), -1 for none.

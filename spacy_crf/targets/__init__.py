@@ -5,6 +5,7 @@ Each component picks its own targets: crf_tagger those of tokens.py ("tag",
 "pos", "tag+pos"), crf_morphologizer those of morph.py ("morph", "pos+morph",
 "tag+pos+morph"), crf_ner the EntityTarget of its scheme (entities.py).
 """
+
 from typing import Union
 
 from .entities import (
@@ -41,8 +42,35 @@ from .tokens import (
 Target = Union[TokenTarget, JointTarget, MorphTarget, PosMorphTarget, AllTagsTarget, EntityTarget]
 
 __all__ = [
-    "ALL_TAGS", "ENTITY_SCHEMES", "JOINT", "MORPH_TARGET", "MORPH_TARGETS", "TOKEN_TARGETS", "POS_MORPH", "POS_TARGET", "SCHEMES", "TAG_TARGET",
-    "UPOS_TAGS", "AllTagsTarget", "EntityTarget", "GrowthPlan", "growth_plan", "JointTarget", "MorphTarget", "PosMorphTarget", "Target",
-    "TokenTarget", "allowed_transitions", "entity_offsets", "entity_tags", "gold_ids", "label_classes",
-    "label_parts", "normalize_morph", "partial_gold", "span_patterns", "tags_to_spans", "write_token_attr",
+    "ALL_TAGS",
+    "ENTITY_SCHEMES",
+    "JOINT",
+    "MORPH_TARGET",
+    "MORPH_TARGETS",
+    "TOKEN_TARGETS",
+    "POS_MORPH",
+    "POS_TARGET",
+    "SCHEMES",
+    "TAG_TARGET",
+    "UPOS_TAGS",
+    "AllTagsTarget",
+    "EntityTarget",
+    "GrowthPlan",
+    "growth_plan",
+    "JointTarget",
+    "MorphTarget",
+    "PosMorphTarget",
+    "Target",
+    "TokenTarget",
+    "allowed_transitions",
+    "entity_offsets",
+    "entity_tags",
+    "gold_ids",
+    "label_classes",
+    "label_parts",
+    "normalize_morph",
+    "partial_gold",
+    "span_patterns",
+    "tags_to_spans",
+    "write_token_attr",
 ]

@@ -2,6 +2,7 @@
 IOBES, BIO/IOB2), and the spans a tag path makes (`span_patterns`, for exact
 span posteriors). See tokens.py for what a target is. Pure Python and numpy.
 """
+
 from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 import numpy
@@ -58,8 +59,13 @@ class EntityTarget:
         return [tag if tag == "O" else f"{rename[tag[0]]}{tag[1:]}" for tag in doc_to_biluo_tags(doc)]
 
     def write(
-        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+        self,
+        vocab: Vocab,
+        docs: Sequence[Doc],
+        labels: Sequence[str],
+        ids: Sequence[numpy.ndarray],
+        *,
+        overwrite: bool,
     ) -> None:
         for doc, doc_ids in zip(docs, ids):
             spans = tags_to_spans(doc, [labels[i] for i in doc_ids], self.scheme)
@@ -180,8 +186,5 @@ def span_patterns(labels: Sequence[str], scheme: str) -> Tuple[List[str], List[T
             raise ValueError(Errors.E013.format(label=label, scheme=scheme))
         index[(prefix, kind)] = i
     types = sorted({kind for _, kind in index})
-    patterns = [
-        tuple(-1 if p is None else index.get((p, kind), -1) for p in _SPAN_PREFIXES[scheme])
-        for kind in types
-    ]
+    patterns = [tuple(-1 if p is None else index.get((p, kind), -1) for p in _SPAN_PREFIXES[scheme]) for kind in types]
     return types, patterns  # type: ignore[return-value]

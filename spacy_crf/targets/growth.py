@@ -2,6 +2,7 @@
 and how the labels' classes and parts are numbered once it is added. The
 network's side (copying the donor's scores) is spacy_crf.nn.growth. Pure
 Python, no torch."""
+
 from typing import List, NamedTuple, Optional, Sequence
 
 from .ids import label_classes, label_parts
@@ -46,7 +47,9 @@ def growth_plan(target: object, old: Sequence[str], new: Sequence[str], scheme: 
         by_id = {}
         for i, label in enumerate(labels):
             name = class_of(label)
-            by_id.setdefault(classes[i], old_ids[name] if name in old_ids else old_ids[class_of(old[donors[i - len(old)]])])
+            by_id.setdefault(
+                classes[i], old_ids[name] if name in old_ids else old_ids[class_of(old[donors[i - len(old)]])]
+            )
         class_sources = [by_id[c] for c in range(len(by_id))]
     parts = part_sources = None
     if parts_of is not None:

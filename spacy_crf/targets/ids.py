@@ -1,5 +1,6 @@
 """Label ids: of gold values (`gold_ids`), and of the classes and parts of
 labels for factored transitions and composed emissions."""
+
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
@@ -34,9 +35,7 @@ def _ids_in_sorted_order(names: Iterable[str]) -> Dict[str, int]:
     return {name: i for i, name in enumerate(sorted(set(names)))}
 
 
-def gold_ids(
-    values: Sequence[str], labels: Sequence[str]
-) -> Tuple[numpy.ndarray, numpy.ndarray, List[str]]:
+def gold_ids(values: Sequence[str], labels: Sequence[str]) -> Tuple[numpy.ndarray, numpy.ndarray, List[str]]:
     """Label ids of gold values: (ids, excluded ids, unknown labels).
 
     values (Sequence[str]): gold values, one per token.

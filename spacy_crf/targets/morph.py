@@ -3,6 +3,7 @@
 morphologizer labels them) and "tag+pos+morph" (token.tag_ as well: UDPipe's
 AllTags). See tokens.py for what a target is. Pure Python and numpy, no torch.
 """
+
 import functools
 from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -43,10 +44,13 @@ class MorphTarget:
         try:
             return [normalize_morph(label)]
         except ValueError:
-            raise ValueError(Errors.E019.format(
-                label=label, target=self.name, expected="a FEATS string such as "
-                "'Case=Nom|Number=Plur' ('_' for no features)",
-            )) from None
+            raise ValueError(
+                Errors.E019.format(
+                    label=label,
+                    target=self.name,
+                    expected="a FEATS string such as 'Case=Nom|Number=Plur' ('_' for no features)",
+                )
+            ) from None
 
     def accepts(self, label: str) -> bool:
         return True
@@ -73,10 +77,17 @@ class MorphTarget:
         return [normalize_morph(morph) if morph else "" for morph in doc_morphs(doc)]
 
     def write(
-        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
+        self,
+        vocab: Vocab,
+        docs: Sequence[Doc],
+        labels: Sequence[str],
+        ids: Sequence[numpy.ndarray],
+        *,
+        overwrite: bool,
+        extend: bool = False,
     ) -> None:
         write_morph(vocab, docs, labels, ids, overwrite=overwrite, extend=extend)
+
 
 class PosMorphTarget:
     """UPOS and morphological features together, as spaCy's morphologizer
@@ -118,11 +129,15 @@ class PosMorphTarget:
         try:
             return [normalize_morph(label)]
         except ValueError:
-            raise ValueError(Errors.E019.format(
-                label=label, target=self.name, expected="a UPOS tag and its "
-                "features such as 'Case=Nom|Number=Plur|POS=NOUN' ('POS=PUNCT' "
-                "for no features), or features alone",
-            )) from None
+            raise ValueError(
+                Errors.E019.format(
+                    label=label,
+                    target=self.name,
+                    expected="a UPOS tag and its "
+                    "features such as 'Case=Nom|Number=Plur|POS=NOUN' ('POS=PUNCT' "
+                    "for no features), or features alone",
+                )
+            ) from None
 
     def accepts(self, label: str) -> bool:
         """A bundle whose POS is a UPOS tag, or features without a POS."""
@@ -177,8 +192,14 @@ class PosMorphTarget:
         return (pos, normalize_morph(morph) if morph else "")
 
     def write(
-        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
+        self,
+        vocab: Vocab,
+        docs: Sequence[Doc],
+        labels: Sequence[str],
+        ids: Sequence[numpy.ndarray],
+        *,
+        overwrite: bool,
+        extend: bool = False,
     ) -> None:
         bundles = [split_bundle(label) for label in labels]
         write_token_attr(docs, POS, [UPOS_IDS[pos] for pos, _ in bundles], ids, overwrite=overwrite)
@@ -224,11 +245,7 @@ class AllTagsTarget:
         """The labels of the fully annotated tokens, and for a token with a
         tag and UPOS but no features that none of those or `known` agrees
         with, its label without features."""
-        found = {
-            (token.tag_, token.pos_, morph)
-            for eg in examples
-            for token, morph in zip(eg.y, doc_morphs(eg.y))
-        }
+        found = {(token.tag_, token.pos_, morph) for eg in examples for token, morph in zip(eg.y, doc_morphs(eg.y))}
         complete = {label for label in (self._label(*values) for values in found) if label}
         partial = {p for p in (self._partial(*values) for values in found) if p is not None}
         return complete | unmatched_fallbacks(self, partial, complete | set(known))
@@ -243,11 +260,15 @@ class AllTagsTarget:
         except ValueError:
             normalized = ""
         if POS_FEAT not in Morphology.feats_to_dict(normalized):
-            raise ValueError(Errors.E019.format(
-                label=label, target=self.name, expected="a tag, a space, and a "
-                "UPOS tag and its features such as 'NNS Number=Plur|POS=NOUN' "
-                "('. POS=PUNCT' for no features)",
-            ))
+            raise ValueError(
+                Errors.E019.format(
+                    label=label,
+                    target=self.name,
+                    expected="a tag, a space, and a "
+                    "UPOS tag and its features such as 'NNS Number=Plur|POS=NOUN' "
+                    "('. POS=PUNCT' for no features)",
+                )
+            )
         return [f"{tag}{self.SEPARATOR}{normalized}"]
 
     @staticmethod
@@ -321,8 +342,14 @@ class AllTagsTarget:
         return f"{tag}{self.SEPARATOR}{morph_bundle(pos, morph)}"
 
     def write(
-        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool, extend: bool = False,
+        self,
+        vocab: Vocab,
+        docs: Sequence[Doc],
+        labels: Sequence[str],
+        ids: Sequence[numpy.ndarray],
+        *,
+        overwrite: bool,
+        extend: bool = False,
     ) -> None:
         halves = [label.rpartition(self.SEPARATOR) for label in labels]
         TAG_TARGET.write(vocab, docs, [tag for tag, _, _ in halves], ids, overwrite=overwrite)
@@ -330,8 +357,13 @@ class AllTagsTarget:
 
 
 def write_morph(
-    vocab: Vocab, docs: Sequence[Doc], morphs: Sequence[str], ids: Sequence[numpy.ndarray], *,
-    overwrite: bool, extend: bool,
+    vocab: Vocab,
+    docs: Sequence[Doc],
+    morphs: Sequence[str],
+    ids: Sequence[numpy.ndarray],
+    *,
+    overwrite: bool,
+    extend: bool,
 ) -> None:
     """Set token.morph from label ids (`morphs`: each label's features), as
     spaCy's morphologizer sets it: without extend, replace (overwrite) or

@@ -6,6 +6,7 @@ may start and which may end a sequence. The component sets every forbidden
 score to a fixed log(0) in the loss, the marginals, n-best and Viterbi alike,
 so an invalid sequence has probability exactly 0 and is never output. Pure numpy.
 """
+
 from typing import List, Optional, Sequence, Tuple
 
 import numpy
@@ -48,9 +49,7 @@ def _parse(label: str, scheme: str) -> Tuple[Optional[str], Optional[str]]:
     return prefix, entity
 
 
-def allowed_transitions(
-    labels: Sequence[str], scheme: str
-) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+def allowed_transitions(labels: Sequence[str], scheme: str) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Which transitions, first labels and last labels a scheme allows.
 
     labels (Sequence[str]): the labels, e.g. ["B-PER", "I-PER", "O"].

@@ -12,6 +12,7 @@ for tokens annotated in part (`ids.partial_gold`); `labels_in(examples,
 known)` then looks at the component's labels too. Pure Python and numpy, no
 torch.
 """
+
 from typing import Iterable, List, Sequence, Set, Tuple
 
 import numpy
@@ -58,8 +59,13 @@ class TokenTarget:
         return [getattr(token, attr) for token in doc]
 
     def write(
-        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+        self,
+        vocab: Vocab,
+        docs: Sequence[Doc],
+        labels: Sequence[str],
+        ids: Sequence[numpy.ndarray],
+        *,
+        overwrite: bool,
     ) -> None:
         """Set the predicted labels (label ids into `labels`) on the docs."""
         if self.attr == POS:
@@ -67,6 +73,7 @@ class TokenTarget:
         else:
             values = [vocab.strings.add(label) for label in labels]
         write_token_attr(docs, self.attr, values, ids, overwrite=overwrite)
+
 
 class JointTarget:
     """XPOS and UPOS together: one label per token for the pair seen in
@@ -81,12 +88,7 @@ class JointTarget:
     SEPARATOR = "|"
 
     def labels_in(self, examples: Iterable[Example], known: Iterable[str] = ()) -> Set[str]:
-        return {
-            value
-            for eg in examples
-            for value in (self._pair(token.tag_, token.pos_) for token in eg.y)
-            if value
-        }
+        return {value for eg in examples for value in (self._pair(token.tag_, token.pos_) for token in eg.y) if value}
 
     def expand_label(self, label: str) -> List[str]:
         return [label]
@@ -124,8 +126,13 @@ class JointTarget:
         return f"{tag}{self.SEPARATOR}{pos}"
 
     def write(
-        self, vocab: Vocab, docs: Sequence[Doc], labels: Sequence[str],
-        ids: Sequence[numpy.ndarray], *, overwrite: bool,
+        self,
+        vocab: Vocab,
+        docs: Sequence[Doc],
+        labels: Sequence[str],
+        ids: Sequence[numpy.ndarray],
+        *,
+        overwrite: bool,
     ) -> None:
         pairs = [self.split(label) for label in labels]
         TAG_TARGET.write(vocab, docs, [t for t, _ in pairs], ids, overwrite=overwrite)
@@ -133,8 +140,12 @@ class JointTarget:
 
 
 def write_token_attr(
-    docs: Sequence[Doc], attr: int, label_values: Sequence[int],
-    ids: Sequence[numpy.ndarray], *, overwrite: bool,
+    docs: Sequence[Doc],
+    attr: int,
+    label_values: Sequence[int],
+    ids: Sequence[numpy.ndarray],
+    *,
+    overwrite: bool,
 ) -> None:
     """Set a token attribute from label ids.
 

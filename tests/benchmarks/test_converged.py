@@ -1,5 +1,6 @@
 """benchmarks.converged and benchmarks.converged_report: what stopped a run,
 the per-doc counts, the pooled paired bootstrap and the table."""
+
 import json
 
 import numpy
@@ -30,7 +31,11 @@ def test_per_doc_counts_match_spacys_entity_and_tag_matching():
 def record(counts, seed=0, score="ents_f"):
     value = float(sum(c[0] for c in counts) * 2 / max(sum(2 * c[0] + c[1] + c[2] for c in counts), 1))
     return {
-        "seed": seed, "steps": 700, "best_step": 200, "best_select_score": 0.5, "converged": True,
+        "seed": seed,
+        "steps": 700,
+        "best_step": 200,
+        "best_select_score": 0.5,
+        "converged": True,
         "score": {score: value, "per_doc": {"score": score, "counts": counts}},
         "evaluations": [{"step": 0, "score": 0.0}, {"step": 200, "score": 0.5}],
     }
@@ -50,8 +55,12 @@ def test_pooled_bootstrap_of_equal_and_of_better_systems():
 
 def test_table_lists_each_head_with_its_seeds_and_the_pooled_test(tmp_path):
     counts = [[3, 1, 1], [2, 0, 2], [4, 2, 0]]
-    for name, c in [("ner10_crf_s0", counts), ("ner10_crf_s1", counts), ("ner10_spacy_s0", counts[::-1]),
-                    ("ner10_spacy_s1", counts)]:
+    for name, c in [
+        ("ner10_crf_s0", counts),
+        ("ner10_crf_s1", counts),
+        ("ner10_spacy_s0", counts[::-1]),
+        ("ner10_spacy_s1", counts),
+    ]:
         (tmp_path / f"{name}.json").write_text(json.dumps(record(c, int(name[-1]))))
     assert sorted(load_runs(tmp_path)) == [("ner10", "crf"), ("ner10", "spacy")]
     rendered = table(tmp_path)

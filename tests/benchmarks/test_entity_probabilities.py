@@ -1,6 +1,7 @@
 """benchmarks.entity_probabilities: the entity probabilities of crf_ner (its
 exact posteriors) and of spaCy's beam_ner (its beam scores), their
 calibration and precision/recall over a threshold, on tiny trained pipelines."""
+
 import json
 
 import numpy
@@ -141,13 +142,16 @@ def test_beam_ner_probabilities_are_its_beam_scores(beam_model, dev, tmp_path):
     docs = [nlp.make_doc(eg.reference.text) for eg in examples]
     beams = ner.beam_parse(docs, beam_width=ner.cfg["beam_width"], beam_density=ner.cfg["beam_density"])
     ner.set_annotations(docs, beams)
-    expected = [[(e.start, e.end, e.label_, scores[(e.start, e.end, e.label_)]) for e in doc.ents]
-                for doc, scores in zip(docs, ner.scored_ents(beams))]
+    expected = [
+        [(e.start, e.end, e.label_, scores[(e.start, e.end, e.label_)]) for e in doc.ents]
+        for doc, scores in zip(docs, ner.scored_ents(beams))
+    ]
     fresh = [Example(nlp.make_doc(eg.reference.text), eg.reference) for eg in examples]
     read = script.entity_probabilities(nlp, fresh, "ner", "beam_ner")
     assert [[s[:3] for s in doc] for doc in read] == [[s[:3] for s in doc] for doc in expected]
-    numpy.testing.assert_allclose([p for doc in read for *_, p in doc], [p for doc in expected for *_, p in doc],
-                                  rtol=1e-5)
+    numpy.testing.assert_allclose(
+        [p for doc in read for *_, p in doc], [p for doc in expected for *_, p in doc], rtol=1e-5
+    )
     assert all(0.0 <= p <= 1.0 + 1e-6 for doc in read for *_, p in doc)
     check_curve(result, examples)
 
@@ -225,20 +229,31 @@ def test_pooled_pairs_are_the_sum_of_their_parts(crf_model, dev, tmp_path):
     nlp.to_disk(other)
     one = run_script(crf_model, dev, tmp_path / "one.json")
     two = run_script(other, dev, tmp_path / "two.json")
-    pooled = run_script(crf_model, dev, tmp_path / "pooled.json", "--and", str(other), str(dev),
-                        "--plot", str(tmp_path / "pooled.png"))
+    pooled = run_script(
+        crf_model, dev, tmp_path / "pooled.json", "--and", str(other), str(dev), "--plot", str(tmp_path / "pooled.png")
+    )
     assert pooled["temperature"] is None
     assert [pair["temperature"] for pair in pooled["pairs"]] == pytest.approx([TEMPERATURE, 0.8])
     assert pooled["model"] == [str(crf_model), str(other)] and pooled["dev"] == [str(dev), str(dev)]
-    assert [(pair["model"], pair["dev"]) for pair in pooled["pairs"]] == [(str(crf_model), str(dev)), (str(other), str(dev))]
+    assert [(pair["model"], pair["dev"]) for pair in pooled["pairs"]] == [
+        (str(crf_model), str(dev)),
+        (str(other), str(dev)),
+    ]
     assert all("outcomes" not in pair for pair in pooled["pairs"])
-    assert [pair["predicted_entities"] for pair in pooled["pairs"]] == [one["predicted_entities"], two["predicted_entities"]]
+    assert [pair["predicted_entities"] for pair in pooled["pairs"]] == [
+        one["predicted_entities"],
+        two["predicted_entities"],
+    ]
     assert (tmp_path / "pooled.png").stat().st_size > 0
     assert pooled["entities"]["n"] == one["entities"]["n"] + two["entities"]["n"]
     assert pooled["gold_entities"] == one["gold_entities"] + two["gold_entities"]
     for row, a, b in zip(pooled["thresholds"], one["thresholds"], two["thresholds"]):
-        assert (row["kept"], row["tp"], row["gold"]) == (a["kept"] + b["kept"], a["tp"] + b["tp"], a["gold"] + b["gold"])
-    brier = (one["entities"]["brier"] * one["entities"]["n"] + two["entities"]["brier"] * two["entities"]["n"])
+        assert (row["kept"], row["tp"], row["gold"]) == (
+            a["kept"] + b["kept"],
+            a["tp"] + b["tp"],
+            a["gold"] + b["gold"],
+        )
+    brier = one["entities"]["brier"] * one["entities"]["n"] + two["entities"]["brier"] * two["entities"]["n"]
     assert pooled["entities"]["brier"] == pytest.approx(brier / pooled["entities"]["n"], rel=1e-5)
     # the same pipeline twice: one temperature, the figures of one run
     same = run_script(crf_model, dev, tmp_path / "same.json", "--and", str(crf_model), str(dev))
@@ -279,4 +294,6 @@ def test_reliability_pooled_draws_both_records(crf_model, dev, tmp_path, monkeyp
     assert reliability_pooled.main(argv) == 0
     assert (tmp_path / "r.png").stat().st_size > 0
     with pytest.raises(SystemExit):
-        reliability_pooled.main([str(tmp_path / "single.json"), str(tmp_path / "after.json"), "--plot", str(tmp_path / "x.png")])
+        reliability_pooled.main(
+            [str(tmp_path / "single.json"), str(tmp_path / "after.json"), "--plot", str(tmp_path / "x.png")]
+        )

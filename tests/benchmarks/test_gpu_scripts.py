@@ -1,4 +1,5 @@
 """The GPU benchmark scripts run (on CPU here): what they measure is right in kind."""
+
 import json
 import os
 import subprocess
@@ -36,8 +37,22 @@ def test_gpu_benchmark_smoke_test_without_a_gpu():
 
 def test_train_steps_times_spacys_training_loop(corpus, tmp_path):
     output = tmp_path / "steps.json"
-    run("train_steps", ROOT / "configs/cpu.cfg", corpus, corpus, "--steps", 8, "--warmup", 3,
-        "--save", tmp_path / "model", "--profile", tmp_path / "profile.txt", "--output", output)
+    run(
+        "train_steps",
+        ROOT / "configs/cpu.cfg",
+        corpus,
+        corpus,
+        "--steps",
+        8,
+        "--warmup",
+        3,
+        "--save",
+        tmp_path / "model",
+        "--profile",
+        tmp_path / "profile.txt",
+        "--output",
+        output,
+    )
     result = json.loads(output.read_text())
     assert result["steps"] == 5 and result["steps_per_second"] > 0 and result["words_per_second"] > 0
     assert (tmp_path / "model" / "crf_tagger").is_dir()
@@ -46,8 +61,20 @@ def test_train_steps_times_spacys_training_loop(corpus, tmp_path):
 
 def test_gpu_stages_on_cpu(corpus, tmp_path):
     output = tmp_path / "stages.json"
-    run("gpu_stages", corpus, "--config", ROOT / "configs/cpu.cfg", "--init-corpus", corpus,
-        "--gpu-id", -1, "--repeats", 2, "--output", output)
+    run(
+        "gpu_stages",
+        corpus,
+        "--config",
+        ROOT / "configs/cpu.cfg",
+        "--init-corpus",
+        corpus,
+        "--gpu-id",
+        -1,
+        "--repeats",
+        2,
+        "--output",
+        output,
+    )
     result = json.loads(output.read_text())
     assert set(result["ms"]) == {"tok2vec", "tok2vec + network", "decode (Viterbi)", "predict", "set_annotations"}
     assert result["n_words"] == 3 * sum(len(words) for words, _ in SENTENCES)
@@ -55,8 +82,28 @@ def test_gpu_stages_on_cpu(corpus, tmp_path):
 
 def test_contention_measures_every_system_in_every_condition(corpus, tmp_path):
     output = tmp_path / "contention.json"
-    out = run("contention", corpus, corpus, "--init-sentences", 6, "--pipe-sentences", 6, "--batch-size", 2,
-              "--updates", 1, "--warmup", 1, "--repeats", 1, "--conditions", "quiet", "busy", "--output", output)
+    out = run(
+        "contention",
+        corpus,
+        corpus,
+        "--init-sentences",
+        6,
+        "--pipe-sentences",
+        6,
+        "--batch-size",
+        2,
+        "--updates",
+        1,
+        "--warmup",
+        1,
+        "--repeats",
+        1,
+        "--conditions",
+        "quiet",
+        "busy",
+        "--output",
+        output,
+    )
     result = json.loads(output.read_text())
     systems = ["crf_tagger (threads = 0, auto)", "spaCy tagger"]
     assert [s for s in systems if s in result["results"]] == systems and len(result["results"]) == 3
@@ -82,11 +129,29 @@ def test_large_labels_times_every_operation():
 
 def test_large_labels_runs_each_operation_in_its_own_process(tmp_path):
     output = tmp_path / "large.json"
-    out = run("large_labels", "--labels", 5, "--transitions", "factored", "--operations", "viterbi", "nbest_5",
-              "--batch", 2, "--length", 3, "--repeats", 1, "--output", output)
+    out = run(
+        "large_labels",
+        "--labels",
+        5,
+        "--transitions",
+        "factored",
+        "--operations",
+        "viterbi",
+        "nbest_5",
+        "--batch",
+        2,
+        "--length",
+        3,
+        "--repeats",
+        1,
+        "--output",
+        output,
+    )
     rows = json.loads(output.read_text())["rows"]
     assert [(r["operation"], r["labels"], r["transitions"]) for r in rows] == [
-        ("viterbi", 5, "factored"), ("nbest_5", 5, "factored")]
+        ("viterbi", 5, "factored"),
+        ("nbest_5", 5, "factored"),
+    ]
     assert all(r["ms"] > 0 and r["peak_mb"] >= 0 for r in rows)
     # operations not run say so; the Viterbi share needs the BiLSTM's time
     assert "| 5 | factored |" in out and "not run" in out and out.rstrip().endswith("| - |")
@@ -94,15 +159,42 @@ def test_large_labels_runs_each_operation_in_its_own_process(tmp_path):
 
 def test_time_to_accuracy_stamps_every_evaluation(corpus, tmp_path):
     output, image = tmp_path / "tta.json", tmp_path / "tta.png"
-    run("time_to_accuracy", f"crf={ROOT / 'configs/cpu.cfg'}",
-        "--train", corpus, "--dev", corpus, "--workdir", tmp_path / "work", "--output", output, "--plot", image,
-        "--", "--training.max_steps", 4, "--training.eval_frequency", 2)
+    run(
+        "time_to_accuracy",
+        f"crf={ROOT / 'configs/cpu.cfg'}",
+        "--train",
+        corpus,
+        "--dev",
+        corpus,
+        "--workdir",
+        tmp_path / "work",
+        "--output",
+        output,
+        "--plot",
+        image,
+        "--",
+        "--training.max_steps",
+        4,
+        "--training.eval_frequency",
+        2,
+    )
     result = json.loads(output.read_text())
     assert result["score"] == "tag_acc" and result["threads"] == 1
     assert image.stat().st_size > 0
     # a run with its own overrides, merged into the same JSON
-    run("time_to_accuracy", f"spacy={ROOT / 'configs/baseline.cfg'},training.max_steps=2,training.eval_frequency=1",
-        "--train", corpus, "--dev", corpus, "--workdir", tmp_path / "work", "--output", output, "--merge")
+    run(
+        "time_to_accuracy",
+        f"spacy={ROOT / 'configs/baseline.cfg'},training.max_steps=2,training.eval_frequency=1",
+        "--train",
+        corpus,
+        "--dev",
+        corpus,
+        "--workdir",
+        tmp_path / "work",
+        "--output",
+        output,
+        "--merge",
+    )
     result = json.loads(output.read_text())
     assert set(result["runs"]) == {"crf", "spacy"}
     assert result["runs"]["crf"]["args"] == ["--training.max_steps", "4", "--training.eval_frequency", "2"]
@@ -119,21 +211,52 @@ def test_time_to_accuracy_table_times_every_run_against_the_bars(tmp_path):
     from benchmarks.time_to_accuracy import main as time_to_accuracy
 
     def run_of(scores, seconds):
-        return {"points": [{"seconds": s, "step": i, "score": v} for i, (s, v) in enumerate(zip(seconds, scores))],
-                "seconds": seconds[-1] + 1, "best": max(scores), "final": scores[-1]}
+        return {
+            "points": [{"seconds": s, "step": i, "score": v} for i, (s, v) in enumerate(zip(seconds, scores))],
+            "seconds": seconds[-1] + 1,
+            "best": max(scores),
+            "final": scores[-1],
+        }
 
     output, peer = tmp_path / "tta.json", tmp_path / "peer.json"
-    output.write_text(json.dumps({"score": "tag_acc", "threads": 1, "runs": {
-        "slow": {"config": "a.cfg", "args": [], **run_of([90.0, 94.0, 95.0], [60, 600, 1199])},
-        "base": {"config": "b.cfg", "args": [], **run_of([92.0, 93.0], [30, 119])}}}))
+    output.write_text(
+        json.dumps(
+            {
+                "score": "tag_acc",
+                "threads": 1,
+                "runs": {
+                    "slow": {"config": "a.cfg", "args": [], **run_of([90.0, 94.0, 95.0], [60, 600, 1199])},
+                    "base": {"config": "b.cfg", "args": [], **run_of([92.0, 93.0], [30, 119])},
+                },
+            }
+        )
+    )
     peer.write_text(json.dumps({**run_of([91.0, 94.95], [100, 200]), "settings_text": "Flair"}))
-    time_to_accuracy(["--train", "t", "--dev", "d", "--output", str(output), "--merge", "--peer", f"peer={peer}",
-                      "--baseline", "base", "--reference", "slow"])
+    time_to_accuracy(
+        [
+            "--train",
+            "t",
+            "--dev",
+            "d",
+            "--output",
+            str(output),
+            "--merge",
+            "--peer",
+            f"peer={peer}",
+            "--baseline",
+            "base",
+            "--reference",
+            "slow",
+        ]
+    )
     record = json.loads(output.read_text())
     assert set(record["runs"]) == {"slow", "base", "peer"} and record["environment"]["torch"]
     from benchmarks.time_to_accuracy import table
 
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table(record).splitlines()[2:]}
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+        for line in table(record).splitlines()[2:]
+    }
     # bars: base's best 93.00; slow's best - 0.1 = 94.90
     assert rows["slow"][-2:] == ["10.0 min (50%)", "20.0 min (100%)"]
     assert rows["base"][-2:] == ["2.0 min (10%)", "never"]
@@ -195,7 +318,8 @@ def test_peers_spacy_model_specs_carry_config_overrides():
 
     assert parse_spacy_model("crf=training/cpu/model-best") == ("crf", "training/cpu/model-best", {})
     name, path, overrides = parse_spacy_model(
-        "crf_int8=model,components.crf_tagger.quantize=int8,components.crf_tagger.threads=1")
+        "crf_int8=model,components.crf_tagger.quantize=int8,components.crf_tagger.threads=1"
+    )
     assert (name, path) == ("crf_int8", "model")
     assert overrides == {"components": {"crf_tagger": {"quantize": "int8", "threads": 1}}}
     for bad in ("model", "=model", "crf=model,quantize"):
@@ -228,10 +352,29 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     train_nlp(nlp, [Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))], steps=30)
     nlp.to_disk(tmp_path / "crf")
     # two epochs asked, but --max-minutes 0 stops after the first
-    out = run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--epochs", 2, "--max-minutes", 0,
-              "--repeats", 2, "--workdir", tmp_path / "work", "--output", output,
-              "--spacy-model", f"crf={tmp_path / 'crf'}",
-              "--spacy-model", f"crf_int8={tmp_path / 'crf'},components.crf_tagger.quantize=int8")
+    out = run(
+        "peers",
+        "--train",
+        train,
+        "--dev",
+        dev,
+        "--column",
+        "xpos",
+        "--epochs",
+        2,
+        "--max-minutes",
+        0,
+        "--repeats",
+        2,
+        "--workdir",
+        tmp_path / "work",
+        "--output",
+        output,
+        "--spacy-model",
+        f"crf={tmp_path / 'crf'}",
+        "--spacy-model",
+        f"crf_int8={tmp_path / 'crf'},components.crf_tagger.quantize=int8",
+    )
     result = json.loads(output.read_text())
     assert "epoch 1: dev accuracy" in out
     assert result["flair"] and result["settings_text"].startswith("Flair ")
@@ -252,22 +395,51 @@ def test_peers_trains_and_times_flairs_tagger(tmp_path):
     assert sides["crf"]["dev_accuracy"] == 100.0 and sides["flair"]["dev_accuracy"] == result["dev_accuracy"]
     assert sides["crf_int8"]["dev_accuracy"] == 100.0
     # --retime: the saved tagger timed again, the training figures kept
-    run("peers", "--train", train, "--dev", dev, "--column", "xpos", "--repeats", 3, "--retime", "--batch-size", 2,
-        "--workdir", tmp_path / "work", "--output", output, "--spacy-model", f"crf={tmp_path / 'crf'}")
+    run(
+        "peers",
+        "--train",
+        train,
+        "--dev",
+        dev,
+        "--column",
+        "xpos",
+        "--repeats",
+        3,
+        "--retime",
+        "--batch-size",
+        2,
+        "--workdir",
+        tmp_path / "work",
+        "--output",
+        output,
+        "--spacy-model",
+        f"crf={tmp_path / 'crf'}",
+    )
     retimed = json.loads(output.read_text())
     assert retimed["retimed"] is True and len(retimed["inference_runs"]) == 3
     # the settings say how this timing ran, and still what was trained
     assert retimed["settings"] == {**result["settings"], "repeats": 3, "predict_batch_size": 2}
     assert set(retimed["side_by_side"]) == {"flair", "crf"} and retimed["dev_accuracy"] == result["dev_accuracy"]
     assert {k: retimed[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")} == {
-        k: result[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")}
+        k: result[k] for k in ("points", "seconds", "train_words_per_second", "flair_dev_accuracy")
+    }
 
 
 def test_peers_retime_needs_the_json_of_the_training_run(tmp_path):
     train = tmp_path / "train.conllu"
     train.write_text(CONLLU_SENTENCE.format(i=0))
-    command = [sys.executable, "-m", "benchmarks.peers", "--train", str(train), "--dev", str(train), "--retime",
-               "--output", str(tmp_path / "missing.json")]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.peers",
+        "--train",
+        str(train),
+        "--dev",
+        str(train),
+        "--retime",
+        "--output",
+        str(tmp_path / "missing.json"),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and "--retime needs --output" in done.stderr
 
@@ -318,8 +490,12 @@ def test_pipeline_compare_trains_on_the_examples_the_config_reads(tmp_path):
 
     vocab = spacy.blank("en").vocab
     (a_words, a_tags), (b_words, b_tags) = SENTENCES[:2]
-    doc = Doc(vocab, words=a_words + b_words, tags=a_tags + b_tags,
-              sent_starts=[True] + [False] * (len(a_words) - 1) + [True] + [False] * (len(b_words) - 1))
+    doc = Doc(
+        vocab,
+        words=a_words + b_words,
+        tags=a_tags + b_tags,
+        sent_starts=[True] + [False] * (len(a_words) - 1) + [True] + [False] * (len(b_words) - 1),
+    )
     path = tmp_path / "two_sentences.spacy"
     DocBin(docs=[doc, doc]).to_disk(path)
     sentences = spacy.blank("en", config={"corpora": {"train": {"gold_preproc": True}}})
@@ -330,7 +506,6 @@ def test_pipeline_compare_trains_on_the_examples_the_config_reads(tmp_path):
     assert not gold_preproc and len(examples) == 2 and examples[0].reference.text == doc.text
     examples, gold_preproc = training_examples(spacy.blank("en"), path)
     assert not gold_preproc and len(examples) == 2
-
 
 
 def test_embedding_times_both_cpu_paths_and_restores_them(corpus, tmp_path):
@@ -355,7 +530,9 @@ def test_embedding_times_both_cpu_paths_and_restores_them(corpus, tmp_path):
     real = distinct_tokens.distinct_tokens
     embedding([str(tmp_path / "crf"), str(corpus), "--repeats", "1", "--rows", "20", "--output", str(output)])
     result = json.loads(output.read_text())
-    assert list(result["words_per_second"]) == list(VARIANTS) and all(v > 0 for v in result["words_per_second"].values())
+    assert list(result["words_per_second"]) == list(VARIANTS) and all(
+        v > 0 for v in result["words_per_second"].values()
+    )
     ms = result["products"]["ms"]
     assert set(ms) == {"forward X @ W.T", "backward dY.T @ X", "backward dY @ W"}
     assert all(t["thinc_blis"] > 0 and t["numpy_blas"] > 0 for t in ms.values())
@@ -366,8 +543,11 @@ def test_embedding_times_both_cpu_paths_and_restores_them(corpus, tmp_path):
 
 
 def test_factory_defaults_times_both_factories_in_turn(corpus):
-    result = json.loads(run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 2,
-                            "--quantize", "int8").strip().splitlines()[-1])
+    result = json.loads(
+        run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 2, "--quantize", "int8")
+        .strip()
+        .splitlines()[-1]
+    )
     assert set(result["words_per_second"]) == {"crf_tagger", "tagger"} and len(result["ratios"]) == 2
     assert result["crf_model"] == "default, quantize int8" and result["ratio_median"] > 0
     assert "rows" not in result and result["docs"] == "as in the corpus"
@@ -379,18 +559,44 @@ def test_factory_defaults_times_one_doc_per_sentence(corpus, tmp_path):
 
     vocab = spacy.blank("en").vocab
     words = ["I", "like", "ham", ".", "Eat", "eggs", "."]
-    docs = [Doc(vocab, words=words, tags=["PRP", "VBP", "NN", ".", "VB", "NNS", "."],
-                sent_starts=[True, False, False, False, True, False, False]) for _ in range(3)]
+    docs = [
+        Doc(
+            vocab,
+            words=words,
+            tags=["PRP", "VBP", "NN", ".", "VB", "NNS", "."],
+            sent_starts=[True, False, False, False, True, False, False],
+        )
+        for _ in range(3)
+    ]
     DocBin(docs=docs, attrs=["ORTH", "TAG", "SENT_START"]).to_disk(tmp_path / "dev.spacy")
     for flags, n_docs, kind in (([], 3, "as in the corpus"), (["--sentences"], 6, "sentences")):
-        result = json.loads(run("factory_defaults", corpus, tmp_path / "dev.spacy", "--init-sentences", 5,
-                                "--repeats", 1, *flags).strip().splitlines()[-1])
+        result = json.loads(
+            run("factory_defaults", corpus, tmp_path / "dev.spacy", "--init-sentences", 5, "--repeats", 1, *flags)
+            .strip()
+            .splitlines()[-1]
+        )
         assert result["docs"] == kind and result["n_docs"] == n_docs and result["ratio_median"] > 0
 
 
 def test_factory_defaults_times_several_modes_in_one_process(corpus):
-    result = json.loads(run("factory_defaults", corpus, corpus, "--init-sentences", 5, "--repeats", 2,
-                            "--quantize", "none", "bf16", "--allocator", "steady").strip().splitlines()[-1])
+    result = json.loads(
+        run(
+            "factory_defaults",
+            corpus,
+            corpus,
+            "--init-sentences",
+            5,
+            "--repeats",
+            2,
+            "--quantize",
+            "none",
+            "bf16",
+            "--allocator",
+            "steady",
+        )
+        .strip()
+        .splitlines()[-1]
+    )
     assert result["environment"]["allocator"] == ("steady" if sys.platform == "linux" else "default")
     assert [row["crf_model"] for row in result["rows"]] == ["default", "default, quantize bf16"]
     for row in result["rows"]:
@@ -400,12 +606,14 @@ def test_factory_defaults_times_several_modes_in_one_process(corpus):
 
 def test_the_allocator_setting_is_checked_and_recorded():
     """In a process of its own: mallopt changes the whole process."""
-    code = ("from benchmarks.common import environment, use_allocator\n"
-            "assert environment()['allocator'] == 'default'\n"
-            "mode = use_allocator('steady')\n"
-            "assert environment()['allocator'] == mode\n"
-            "print(mode)\n"
-            "try:\n    use_allocator('jemalloc')\nexcept ValueError as error:\n    print('refused', error)\n")
+    code = (
+        "from benchmarks.common import environment, use_allocator\n"
+        "assert environment()['allocator'] == 'default'\n"
+        "mode = use_allocator('steady')\n"
+        "assert environment()['allocator'] == mode\n"
+        "print(mode)\n"
+        "try:\n    use_allocator('jemalloc')\nexcept ValueError as error:\n    print('refused', error)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -450,7 +658,7 @@ def test_gpu_check_script_parses_and_names_its_outputs():
     done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     text = script.read_text()
-    assert 'gpu_pipeline_init_$round.json' in text and "stages_gpu_" in text and "pytest -m gpu" in text
+    assert "gpu_pipeline_init_$round.json" in text and "stages_gpu_" in text and "pytest -m gpu" in text
 
 
 def test_by_sentence_times_both_settings_of_one_model(corpus, tmp_path):
@@ -517,8 +725,23 @@ def test_udpipe_compares_feats_as_spacy_keys_them():
 def test_batch_words_times_each_value_beside_spacys_tagger(corpus, tmp_path):
     docs = save_crf_and_tagger(corpus, tmp_path)
     output = tmp_path / "batch_words.json"
-    run("batch_words", tmp_path / "crf", tmp_path / "spacy", corpus, "--batch-words", 0, 5, 1000,
-        "--repeats", 2, "--batch-size", 2, "--memory", "--output", output)
+    run(
+        "batch_words",
+        tmp_path / "crf",
+        tmp_path / "spacy",
+        corpus,
+        "--batch-words",
+        0,
+        5,
+        1000,
+        "--repeats",
+        2,
+        "--batch-size",
+        2,
+        "--memory",
+        "--output",
+        output,
+    )
     result = json.loads(output.read_text())
     n_sentences = sum(len(list(d.sents)) if d.has_annotation("SENT_START") else 1 for d in docs)
     assert result["docs"] == n_sentences and result["words"] == sum(len(d) for d in docs)

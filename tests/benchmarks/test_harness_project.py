@@ -2,6 +2,7 @@
 ... benchmarks`) end to end: its `morph` workflow and `udpipe` on a tiny
 Turkish-like treebank with multiword tokens (its own file, so that a parallel
 test run gives it a worker of its own: see docs/development.md)."""
+
 import json
 import sys
 
@@ -17,8 +18,14 @@ from ..project.test_template import (
     words_of,
 )
 
-TREEBANK_VARS = ["--vars.treebank_name", "tr_tiny", "--vars.train_name", "tr_tiny-ud-train",
-                 "--vars.dev_name", "tr_tiny-ud-dev"]
+TREEBANK_VARS = [
+    "--vars.treebank_name",
+    "tr_tiny",
+    "--vars.train_name",
+    "tr_tiny-ud-train",
+    "--vars.dev_name",
+    "tr_tiny-ud-dev",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +36,22 @@ def morph_project(tmp_path_factory):
     treebank = tmp_path_factory.mktemp("treebank_tr")
     (treebank / "tr_tiny-ud-train.conllu").write_text(morph_conllu(TURKISH * 6), encoding="utf8")
     (treebank / "tr_tiny-ud-dev.conllu").write_text(morph_conllu(TURKISH + [TURKISH_UNSEEN]), encoding="utf8")
-    project_run(root, "morph", "--vars.lang", "tr", "--vars.treebank_dir", str(treebank), *TREEBANK_VARS,
-                "--vars.max_steps", "6", "--vars.n_sents", "2", "--vars.benchmark_repeats", "1",
-                project_dir="benchmarks")
+    project_run(
+        root,
+        "morph",
+        "--vars.lang",
+        "tr",
+        "--vars.treebank_dir",
+        str(treebank),
+        *TREEBANK_VARS,
+        "--vars.max_steps",
+        "6",
+        "--vars.n_sents",
+        "2",
+        "--vars.benchmark_repeats",
+        "1",
+        project_dir="benchmarks",
+    )
     return root, treebank
 
 
@@ -66,7 +86,9 @@ def test_harness_morph_workflow_on_a_turkish_treebank(morph_project):
         paired = json.loads((metrics / f"paired_{name}.json").read_text())
         assert paired["tokens"] == dev_words and paired["mcnemar_chi2"] >= 0
     for config in ("cpu_morph", "baseline_pos"):
-        errors = json.loads((morph_project / "metrics" / "analysis" / f"morph_errors_tr_tiny_{config}.json").read_text())
+        errors = json.loads(
+            (morph_project / "metrics" / "analysis" / f"morph_errors_tr_tiny_{config}.json").read_text()
+        )
         # the tokens and the whole-feature-set accuracy of spacy evaluate's morph_acc
         morph_acc = json.loads((metrics / f"{config}.json").read_text())["morph_acc"]
         assert errors["tokens"] == dev_words and errors["feats_accuracy"] == pytest.approx(100 * morph_acc, abs=0.01)
@@ -94,8 +116,7 @@ def test_harness_udpipe_command_scores_the_same_dev_words(morph_project):
     """`project run udpipe benchmarks`: UDPipe 1's tagger on the same tiny
     treebank, its dev words the ones the morph workflow scores."""
     morph_project, treebank = morph_project
-    project_run(morph_project, "udpipe", "--vars.treebank_dir", str(treebank), *TREEBANK_VARS,
-                project_dir="benchmarks")
+    project_run(morph_project, "udpipe", "--vars.treebank_dir", str(treebank), *TREEBANK_VARS, project_dir="benchmarks")
     result = json.loads((morph_project / "metrics" / "peers" / "udpipe_tr_tiny.json").read_text())
     bundles = json.loads((morph_project / "metrics" / "morph" / "tr_tiny" / "cpu_morph-bundles.json").read_text())
     assert result["treebank"] == "tr_tiny" and result["words"] == bundles["words"]

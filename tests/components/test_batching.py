@@ -1,4 +1,5 @@
 """crf_tagger.pipe's batches: batch_size docs, grown by whole docs to batch_words tokens."""
+
 import numpy
 import pytest
 import spacy

@@ -2,6 +2,7 @@
 CRF sequence, exactly as if it were a doc of its own (with a per-token
 tok2vec); a doc without sentence boundaries is cut where spaCy's sentencizer
 would cut it, for reading only."""
+
 import numpy
 import pytest
 import spacy
@@ -90,8 +91,10 @@ WORD_LISTS = st.lists(st.sampled_from(["a", "eggs", ".", "!", "?", '"', ")", "ã€
 def test_a_batch_of_docs_gets_each_docs_sentences(specs):
     """sentence_lengths_of a batch (the plain docs in one pass) equals each
     doc's own: its sentence starts where it has them, the sentencizer's where not."""
-    docs = [Doc(VOCAB, words=words, sent_starts=[i % 3 == 0 for i in range(len(words))] if marked else None)
-            for words, marked in specs]
+    docs = [
+        Doc(VOCAB, words=words, sent_starts=[i % 3 == 0 for i in range(len(words))] if marked else None)
+        for words, marked in specs
+    ]
     expected = []
     for doc in docs:
         if not len(doc):
@@ -164,7 +167,8 @@ def test_component_tags_each_sentence_as_a_doc(tagger_nlp):
         numpy.testing.assert_allclose(
             windowed.marginals()[0],
             numpy.concatenate(tagger.model.predict(sentence_docs(tagger_nlp, doc)).marginals()),
-            rtol=1e-5, atol=1e-6,
+            rtol=1e-5,
+            atol=1e-6,
         )
     finally:
         tagger.cfg["by_sentence"] = False
@@ -178,8 +182,14 @@ def test_entity_probabilities_by_sentence(ner_nlp):
     words = ["Anna", "likes", "Berlin", ".", "New", "York", "is", "big"]
     starts = [True, False, False, False, True, False, False, False]
     doc = with_sentences(ner_nlp, words, starts)
-    spans = [[(start, end, kind) for start in range(8) for end in range(start + 1, min(start + 3, 8) + 1)
-              for kind in range(len(types))]]
+    spans = [
+        [
+            (start, end, kind)
+            for start in range(8)
+            for end in range(start + 1, min(start + 3, 8) + 1)
+            for kind in range(len(types))
+        ]
+    ]
     probs = DocScores(tagger.model, [doc], by_sentence=True).span_probabilities(patterns, spans)[0].given
     first, second = sentence_docs(ner_nlp, doc)
     for (start, end, kind), prob in zip(spans[0], probs):
@@ -243,10 +253,10 @@ def test_calibration_reads_the_sentences_as_the_component_does(tagger_nlp):
     nlp.get_pipe("crf_tagger").cfg["by_sentence"] = True
     tags = [t.tag_ for t in tagger_nlp(Doc(tagger_nlp.vocab, words=WORDS))]
     example = Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, tags=tags))
-    (_, _, batch), = GoldScores(nlp, "crf_tagger", [example]).parts
+    ((_, _, batch),) = GoldScores(nlp, "crf_tagger", [example]).parts
     assert batch.row_lengths == [4, 4, 2]
     nlp.remove_pipe("sentencizer")  # the same sentences, found for reading only
-    (_, _, batch), = GoldScores(nlp, "crf_tagger", [example]).parts
+    ((_, _, batch),) = GoldScores(nlp, "crf_tagger", [example]).parts
     assert batch.row_lengths == [4, 4, 2]
 
 
@@ -259,9 +269,12 @@ def test_setting_is_checked_and_kept(tmp_path):
     assert nlp.get_pipe("crf_tagger").cfg["by_sentence"] is True
     nlp.to_disk(tmp_path)
     assert spacy.load(tmp_path).get_pipe("crf_tagger").cfg["by_sentence"] is True
-    assert spacy.load(tmp_path, config={"components": {"crf_tagger": {"by_sentence": False}}}).get_pipe(
-        "crf_tagger"
-    ).cfg["by_sentence"] is False
+    assert (
+        spacy.load(tmp_path, config={"components": {"crf_tagger": {"by_sentence": False}}})
+        .get_pipe("crf_tagger")
+        .cfg["by_sentence"]
+        is False
+    )
 
 
 def test_raw_text_takes_overrides_and_records_the_setting(tagger_nlp, tmp_path):

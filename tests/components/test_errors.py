@@ -1,4 +1,5 @@
 """Every coded error message formats: a broken placeholder is a real bug."""
+
 import re
 import string
 

@@ -2,6 +2,7 @@
 scores; each learns a tiny data set and round-trips through bytes and disk
 with equal weights (spaCy's overfitting-IO test); crf_tagger's 0.x targets
 build the new components."""
+
 import warnings
 
 import numpy
@@ -43,12 +44,18 @@ MODEL = {
 }
 WORDS = [["I", "like", "green", "eggs", "in", "Berlin"], ["Eat", "blue", "ham", "in", "Rome"]]
 GOLD = [
-    {"tags": ["PRP", "VBP", "JJ", "NNS", "IN", "NNP"], "pos": ["PRON", "VERB", "ADJ", "NOUN", "ADP", "PROPN"],
-     "morphs": ["Case=Nom|Person=1", "Tense=Pres", "Degree=Pos", "Number=Plur", "_", "Number=Sing"],
-     "entities": ["O", "O", "O", "O", "O", "U-LOC"]},
-    {"tags": ["VB", "JJ", "NN", "IN", "NNP"], "pos": ["VERB", "ADJ", "NOUN", "ADP", "PROPN"],
-     "morphs": ["Mood=Imp", "Degree=Pos", "Number=Sing", "_", "Number=Sing"],
-     "entities": ["O", "O", "O", "O", "U-LOC"]},
+    {
+        "tags": ["PRP", "VBP", "JJ", "NNS", "IN", "NNP"],
+        "pos": ["PRON", "VERB", "ADJ", "NOUN", "ADP", "PROPN"],
+        "morphs": ["Case=Nom|Person=1", "Tense=Pres", "Degree=Pos", "Number=Plur", "_", "Number=Sing"],
+        "entities": ["O", "O", "O", "O", "O", "U-LOC"],
+    },
+    {
+        "tags": ["VB", "JJ", "NN", "IN", "NNP"],
+        "pos": ["VERB", "ADJ", "NOUN", "ADP", "PROPN"],
+        "morphs": ["Mood=Imp", "Degree=Pos", "Number=Sing", "_", "Number=Sing"],
+        "entities": ["O", "O", "O", "O", "U-LOC"],
+    },
 ]
 # what each factory writes, read back from a doc
 READ = {
@@ -57,13 +64,53 @@ READ = {
     "crf_ner": lambda doc: [(e.start, e.end, e.label_) for e in doc.ents],
 }
 OWN = {
-    "crf_tagger": {"model", "target", "overwrite", "constraints", "window", "by_sentence", "batch_words",
-                   "store_confidence", "threads", "quantize", "learn_new_labels", "scorer"},
-    "crf_morphologizer": {"model", "target", "overwrite", "extend", "label_smoothing", "window", "by_sentence", "batch_words",
-                          "store_confidence", "threads", "quantize", "learn_new_labels", "scorer"},
-    "crf_ner": {"model", "scheme", "incorrect_spans_key", "store_entity_probs", "threshold", "candidates_key",
-                "candidates_threshold", "overwrite", "window", "by_sentence", "batch_words", "store_confidence",
-                "threads", "quantize", "learn_new_labels", "scorer"},
+    "crf_tagger": {
+        "model",
+        "target",
+        "overwrite",
+        "constraints",
+        "window",
+        "by_sentence",
+        "batch_words",
+        "store_confidence",
+        "threads",
+        "quantize",
+        "learn_new_labels",
+        "scorer",
+    },
+    "crf_morphologizer": {
+        "model",
+        "target",
+        "overwrite",
+        "extend",
+        "label_smoothing",
+        "window",
+        "by_sentence",
+        "batch_words",
+        "store_confidence",
+        "threads",
+        "quantize",
+        "learn_new_labels",
+        "scorer",
+    },
+    "crf_ner": {
+        "model",
+        "scheme",
+        "incorrect_spans_key",
+        "store_entity_probs",
+        "threshold",
+        "candidates_key",
+        "candidates_threshold",
+        "overwrite",
+        "window",
+        "by_sentence",
+        "batch_words",
+        "store_confidence",
+        "threads",
+        "quantize",
+        "learn_new_labels",
+        "scorer",
+    },
 }
 ASSIGNS = {
     "crf_tagger": ["token.tag", "token.pos"],
@@ -147,10 +194,15 @@ def test_the_scores_are_the_components_own(factory):
             assert key not in scores
 
 
-@pytest.mark.parametrize("target,cls", [
-    ("pos+morph", CRFMorphologizer), ("morph", CRFMorphologizer), ("tag+pos+morph", CRFMorphologizer),
-    ("ents", CRFEntityRecognizer),
-])
+@pytest.mark.parametrize(
+    "target,cls",
+    [
+        ("pos+morph", CRFMorphologizer),
+        ("morph", CRFMorphologizer),
+        ("tag+pos+morph", CRFMorphologizer),
+        ("ents", CRFEntityRecognizer),
+    ],
+)
 def test_crf_tagger_with_a_0x_target_builds_the_new_component(target, cls):
     nlp = spacy.blank("en")
     with pytest.warns(UserWarning, match=r"W003.*crf_(morphologizer|ner)"):
@@ -163,13 +215,27 @@ def test_crf_tagger_with_a_0x_target_builds_the_new_component(target, cls):
 def test_crf_tagger_0x_entity_settings_map_to_crf_ner():
     nlp = spacy.blank("en")
     with pytest.warns(UserWarning, match="W003"):
-        ner = nlp.add_pipe("crf_tagger", config={
-            "model": MODEL, "target": "ents", "constraints": "IOBES", "ents_threshold": 0.4,
-            "store_entity_probs": True, "candidates_key": "c", "candidates_threshold": 0.3,
-            "incorrect_spans_key": "rejected",
-        })
-    expected = {"scheme": "IOBES", "threshold": 0.4, "store_entity_probs": True, "candidates_key": "c",
-                "candidates_threshold": 0.3, "incorrect_spans_key": "rejected"}
+        ner = nlp.add_pipe(
+            "crf_tagger",
+            config={
+                "model": MODEL,
+                "target": "ents",
+                "constraints": "IOBES",
+                "ents_threshold": 0.4,
+                "store_entity_probs": True,
+                "candidates_key": "c",
+                "candidates_threshold": 0.3,
+                "incorrect_spans_key": "rejected",
+            },
+        )
+    expected = {
+        "scheme": "IOBES",
+        "threshold": 0.4,
+        "store_entity_probs": True,
+        "candidates_key": "c",
+        "candidates_threshold": 0.3,
+        "incorrect_spans_key": "rejected",
+    }
     assert {key: ner.cfg[key] for key in expected} == expected
 
 

@@ -2,6 +2,7 @@
 never switches the shared network between train() and eval(), non-finite
 weights and scores are coded errors, saved files are checked and written
 atomically, and fine-tuning learns. Each test fails on spacy-crf 0.3.0."""
+
 import json
 
 import numpy
@@ -214,7 +215,8 @@ def test_a_kill_while_saving_leaves_a_component_that_loads(tmp_path):
     for _ in range(4):
         with subprocess.Popen(
             [sys.executable, "-c", _SAVE_FOREVER, str(versions[0]), str(versions[1]), str(target)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         ) as process:
             assert process.stdout.readline().strip() == "ready"
             time.sleep(float(rng.uniform(0.05, 0.5)))

@@ -1,5 +1,6 @@
 """Every file the package writes gets the mode a plain open() gives it: a new
 file 0o666 less the umask, a replaced one keeps its mode (spacy_crf.files.write_atomic)."""
+
 import contextlib
 import os
 import shutil
@@ -29,7 +30,9 @@ def umask(mask):
 
 def modes(folder: Path):
     """The permission bits of every file under folder, by relative path."""
-    return {str(p.relative_to(folder)): stat.S_IMODE(p.stat().st_mode) for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): stat.S_IMODE(p.stat().st_mode) for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +100,9 @@ def test_another_account_loads_a_pipeline_saved_under_umask_022(nlp):
         folder.chmod(0o755)
         with umask(0o022):
             nlp.to_disk(folder / "pipeline")
-        result = as_nobody(f"import spacy; nlp = spacy.load({str(folder / 'pipeline')!r}); print(len(nlp('I like ham')))")
+        result = as_nobody(
+            f"import spacy; nlp = spacy.load({str(folder / 'pipeline')!r}); print(len(nlp('I like ham')))"
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         assert result.stdout.strip() == "3"
     finally:

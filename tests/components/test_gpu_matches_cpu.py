@@ -2,6 +2,7 @@
 emissions and decodes them with the Numba Viterbi; on a GPU (CupyOps) it pads
 them and decodes with the Triton kernels. Both must write the same
 annotations, the same scores and the same marginals (GPU only)."""
+
 import numpy
 import pytest
 from thinc.api import fix_random_seed, get_current_ops, require_gpu

@@ -2,6 +2,7 @@
 prediction changes until the label is trained, then it is learned in a few
 hundred updates while the old labels keep their score. spaCy's own tagger,
 morphologizer and ner cannot add a label after training."""
+
 import random
 
 import pytest
@@ -16,15 +17,34 @@ from spacy_crf.nn.growth import grown_network
 
 from ..helpers import make_nlp
 
-DET, ADJ, NOUN, VERB = ["the", "a", "this", "that"], ["red", "big", "old", "small", "green"], [
-    "cat", "dog", "house", "tree", "car", "bird"], ["sees", "likes", "finds", "takes"]
+DET, ADJ, NOUN, VERB = (
+    ["the", "a", "this", "that"],
+    ["red", "big", "old", "small", "green"],
+    ["cat", "dog", "house", "tree", "car", "bird"],
+    ["sees", "likes", "finds", "takes"],
+)
 NUM = ["two", "three", "five", "seven", "nine"]
 PERSON, CITY = ["Alice", "Bob", "Carol", "Dave", "Erin"], ["Paris", "Rome", "Oslo", "Lima", "Cairo"]
 
-TAGS = {"the": "DT", "a": "DT", "this": "DT", "that": "DT", **{w: "JJ" for w in ADJ}, **{w: "NN" for w in NOUN},
-        **{w: "VBZ" for w in VERB}, **{w: "CD" for w in NUM}, **{w: "NNP" for w in PERSON + CITY}}
-MORPH = {"DT": ("DET", "PronType=Art"), "JJ": ("ADJ", "Degree=Pos"), "NN": ("NOUN", "Number=Sing"),
-         "VBZ": ("VERB", "Number=Sing|Tense=Pres"), "CD": ("NUM", "NumType=Card"), "NNP": ("PROPN", "Number=Sing")}
+TAGS = {
+    "the": "DT",
+    "a": "DT",
+    "this": "DT",
+    "that": "DT",
+    **{w: "JJ" for w in ADJ},
+    **{w: "NN" for w in NOUN},
+    **{w: "VBZ" for w in VERB},
+    **{w: "CD" for w in NUM},
+    **{w: "NNP" for w in PERSON + CITY},
+}
+MORPH = {
+    "DT": ("DET", "PronType=Art"),
+    "JJ": ("ADJ", "Degree=Pos"),
+    "NN": ("NOUN", "Number=Sing"),
+    "VBZ": ("VERB", "Number=Sing|Tense=Pres"),
+    "CD": ("NUM", "NumType=Card"),
+    "NNP": ("PROPN", "Number=Sing"),
+}
 
 
 def phrase(rng, new):
@@ -81,11 +101,24 @@ MODELS = {
 
 def small_model(transitions, emissions):
     return {
-        "@architectures": "spacy_crf.BiLSTMCRF.v4", "hidden_width": 24, "depth": 1, "dropout": 0.0,
-        "input_dropout": 0.0, "crf": True, "chunk_size": 0, "transitions": transitions, "emissions": emissions,
+        "@architectures": "spacy_crf.BiLSTMCRF.v4",
+        "hidden_width": 24,
+        "depth": 1,
+        "dropout": 0.0,
+        "input_dropout": 0.0,
+        "crf": True,
+        "chunk_size": 0,
+        "transitions": transitions,
+        "emissions": emissions,
         "tok2vec": {
-            "@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 32, "depth": 1,
-            "embed_size": 300, "window_size": 1, "maxout_pieces": 2, "subword_features": True,
+            "@architectures": "spacy.HashEmbedCNN.v2",
+            "pretrained_vectors": None,
+            "width": 32,
+            "depth": 1,
+            "embed_size": 300,
+            "window_size": 1,
+            "maxout_pieces": 2,
+            "subword_features": True,
         },
     }
 
@@ -122,7 +155,7 @@ def test_a_trained_component_learns_a_new_label_and_keeps_the_old(factory, how):
     new_dev = examples(nlp, factory, 40, 4, new=True)
     optimizer = nlp.initialize(get_examples=lambda: old_train)
     for step in range(30):
-        nlp.update(old_train[(step * 16) % 80:][:16], sgd=optimizer)
+        nlp.update(old_train[(step * 16) % 80 :][:16], sgd=optimizer)
     before, _ = accuracy(nlp, factory, old_dev)
     docs = [Doc(nlp.vocab, words=[t.text for t in eg.reference]) for eg in old_dev + new_dev]
     predicted = values(nlp, factory, nlp.pipe(d.copy() for d in docs))
@@ -142,7 +175,7 @@ def test_a_trained_component_learns_a_new_label_and_keeps_the_old(factory, how):
     mixed = old_train + new_train
     random.Random(0).shuffle(mixed)
     for step in range(120):
-        nlp.update(mixed[(step * 16) % 160:][:16], sgd=optimizer)
+        nlp.update(mixed[(step * 16) % 160 :][:16], sgd=optimizer)
     after, _ = accuracy(nlp, factory, old_dev)
     _, pairs = accuracy(nlp, factory, new_dev)
     new = [p == g for p, g in pairs if g == NEW_VALUE[factory]]
@@ -168,8 +201,13 @@ def test_added_labels_never_win_before_training(transitions, emissions):
             param.normal_()
     network.eval()
     grown = grown_network(
-        network, settings, [1, 4], classes=[0, 0, 1, 1, 2, 0, 3], class_sources=[0, 1, 2, 2],
-        parts=[[0], [0, 1], [2], [2, 3], [4], [0, 1], [4, 5]], part_sources=[0, 1, 2, 3, 4, -1],
+        network,
+        settings,
+        [1, 4],
+        classes=[0, 0, 1, 1, 2, 0, 3],
+        class_sources=[0, 1, 2, 2],
+        parts=[[0], [0, 1], [2], [2, 3], [4], [0, 1], [4, 5]],
+        part_sources=[0, 1, 2, 3, 4, -1],
     ).eval()
     inputs = torch.randn(4, 7, 6)
     lengths = torch.tensor([7, 3, 1, 0])

@@ -25,6 +25,7 @@ with chunk_size 6 and window 10; and what each predicts (ids, confidences,
 entities and their posteriors, candidates), the annotations nlp.pipe writes,
 marginals, n-best lists, uncertainty, loss and gradients.
 """
+
 import json
 from pathlib import Path
 from typing import Any, Dict, NamedTuple
@@ -126,7 +127,9 @@ def test_legacy_pipeline_predicts_as_saved(legacy):
     for batch_size, batch_words in ((256, None), (1, 0)):
         annotated = [
             {"tags": [t.tag_ for t in doc], "ents": [[e.start, e.end, e.label_] for e in doc.ents]}
-            for doc in nlp.pipe(texts, batch_size=batch_size, component_cfg={"crf_tagger": {"batch_words": batch_words}})
+            for doc in nlp.pipe(
+                texts, batch_size=batch_size, component_cfg={"crf_tagger": {"batch_words": batch_words}}
+            )
         ]
         assert annotated == expected["annotated"]
 
@@ -137,7 +140,9 @@ def test_legacy_pipeline_loss_and_gradients(legacy):
     losses = {}
     tagger.update(examples(nlp, target), sgd=None, losses=losses)
     train = examples(nlp, target)
-    assert losses["crf_tagger"] == pytest.approx(expected["loss"], abs=loss_tolerance(tagger, [eg.predicted for eg in train]))
+    assert losses["crf_tagger"] == pytest.approx(
+        expected["loss"], abs=loss_tolerance(tagger, [eg.predicted for eg in train])
+    )
     assert_gradients_as_saved(tagger, arrays)
 
 
@@ -145,8 +150,7 @@ def assert_gradients_as_saved(tagger, arrays, tolerance=GRADS, skip=()):
     """The gradients left by tagger.update equal those saved in arrays, but
     for the Thinc parameters whose saved key starts with one in `skip`."""
     torch_grads = {
-        f"grad.torch.{name}": param.grad.numpy()
-        for name, param in torch_network(tagger.model).named_parameters()
+        f"grad.torch.{name}": param.grad.numpy() for name, param in torch_network(tagger.model).named_parameters()
     }
     saved_torch = {k: v for k, v in arrays.items() if k.startswith("grad.torch.")}
     assert sorted(torch_grads) == sorted(saved_torch)

@@ -2,6 +2,7 @@
 build the component that has them now (W003), and it scores, evaluates and
 trains like one built by its own factory (1.0 kept crf_tagger's scorer, and
 nlp.evaluate raised KeyError)."""
+
 import warnings
 
 import pytest

@@ -1,5 +1,6 @@
 """crf_morphologizer, targets "morph" and "pos+morph": spaCy's morphologizer
 with a CRF, writing token.morph (and token.pos_) from labels in its format."""
+
 import numpy
 import pytest
 import spacy
@@ -275,11 +276,15 @@ def test_overwrite(trained, overwrite):
 def hand_made_examples(vocab):
     words = ["a", "b", "c", "d", "e"]
     predicted = Doc(
-        vocab, words=words, pos=["NOUN", "VERB", "NOUN", "NOUN", "PUNCT"],
+        vocab,
+        words=words,
+        pos=["NOUN", "VERB", "NOUN", "NOUN", "PUNCT"],
         morphs=["Number=Plur", "Tense=Pres", "Degree=Pos", "Number=Plur", ""],
     )
     gold = Doc(
-        vocab, words=words, pos=["NOUN", "VERB", "ADJ", "NOUN", "PUNCT"],
+        vocab,
+        words=words,
+        pos=["NOUN", "VERB", "ADJ", "NOUN", "PUNCT"],
         morphs=["Number=Plur", "Tense=Past", "Degree=Pos", "Number=Sing", ""],
     )
     gold[4].set_morph(None)  # left out of morph_acc and pos_morph_acc
@@ -292,7 +297,13 @@ def test_scorer_on_a_hand_made_example():
     scores = nlp.get_pipe("crf_morphologizer").score(examples)
     assert scores == morphologizer_score(examples, target="pos+morph") == morph_scores(examples, target="pos+morph")
     assert set(scores) == {
-        "pos_acc", "morph_acc", "morph_micro_p", "morph_micro_r", "morph_micro_f", "morph_per_feat", "pos_morph_acc",
+        "pos_acc",
+        "morph_acc",
+        "morph_micro_p",
+        "morph_micro_r",
+        "morph_micro_f",
+        "morph_per_feat",
+        "pos_morph_acc",
     }
     assert scores["pos_acc"] == pytest.approx(4 / 5)
     assert scores["morph_acc"] == pytest.approx(2 / 4)
@@ -314,12 +325,18 @@ def test_scorer_on_a_hand_made_example():
 def test_spacy_train_with_cpu_morph_config(tmp_path):
     write_morph_docbin(tmp_path / "train.spacy")
     run_spacy(
-        "train", str(CONFIGS / "cpu_morph.cfg"),
-        "--output", str(tmp_path / "out"),
-        "--paths.train", str(tmp_path / "train.spacy"),
-        "--paths.dev", str(tmp_path / "train.spacy"),
-        "--training.max_steps", "20",
-        "--training.eval_frequency", "10",
+        "train",
+        str(CONFIGS / "cpu_morph.cfg"),
+        "--output",
+        str(tmp_path / "out"),
+        "--paths.train",
+        str(tmp_path / "train.spacy"),
+        "--paths.dev",
+        str(tmp_path / "train.spacy"),
+        "--training.max_steps",
+        "20",
+        "--training.eval_frequency",
+        "10",
     )
     nlp = spacy.load(tmp_path / "out" / "model-last")
     tagger = nlp.get_pipe("crf_morphologizer")
@@ -353,7 +370,10 @@ def test_learns_from_half_annotated_tokens():
     tagger = nlp.get_pipe("crf_morphologizer")
     assert len(tagger.labels) == 7  # the two full sentences' bundles: no half made a label of its own
     assert analyses(nlp("They ate ham .")) == [
-        ("PRON", "Case=Nom|Number=Sing|Person=1"), ("VERB", "Tense=Pres|VerbForm=Fin"), ("NOUN", "Number=Sing"), ("PUNCT", ""),
+        ("PRON", "Case=Nom|Number=Sing|Person=1"),
+        ("VERB", "Tense=Pres|VerbForm=Fin"),
+        ("NOUN", "Number=Sing"),
+        ("PUNCT", ""),
     ]
 
 

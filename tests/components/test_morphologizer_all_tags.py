@@ -1,6 +1,7 @@
 """crf_morphologizer, target "tag+pos+morph": XPOS, UPOS and features from one CRF over the
 (tag, bundle) pairs of the training data (UDPipe's AllTags), written to
 token.tag_, token.pos_ and token.morph."""
+
 import json
 
 import numpy
@@ -71,7 +72,9 @@ def test_overfitting_IO(trained, tmp_path):
 def test_labels_are_tag_space_bundle(trained):
     tagger = trained[0].get_pipe("crf_morphologizer")
     assert tagger.labels == tuple(sorted(tagger.labels))
-    assert {"PRP Case=Nom|Number=Sing|POS=PRON|Person=1", "NNS Number=Plur|POS=NOUN", ". POS=PUNCT"} <= set(tagger.labels)
+    assert {"PRP Case=Nom|Number=Sing|POS=PRON|Person=1", "NNS Number=Plur|POS=NOUN", ". POS=PUNCT"} <= set(
+        tagger.labels
+    )
     assert len(tagger.labels) == 9  # one tag per bundle here: "." and "!" share ". POS=PUNCT"
     assert outputs_of(trained[0]).targets == ("morph", "pos", "tag")
 
@@ -79,7 +82,17 @@ def test_labels_are_tag_space_bundle(trained):
 def test_classes_are_upos_and_parts_are_tag_upos_features():
     labels = ["NNS Number=Plur|POS=NOUN", "NN Number=Sing|POS=NOUN", "VB Mood=Imp|POS=VERB|VerbForm=Fin"]
     assert label_classes(TARGET, labels) == [0, 0, 1]
-    parts = ["Mood=Imp", "Number=Plur", "Number=Sing", "POS=NOUN", "POS=VERB", "TAG=NN", "TAG=NNS", "TAG=VB", "VerbForm=Fin"]
+    parts = [
+        "Mood=Imp",
+        "Number=Plur",
+        "Number=Sing",
+        "POS=NOUN",
+        "POS=VERB",
+        "TAG=NN",
+        "TAG=NNS",
+        "TAG=VB",
+        "VerbForm=Fin",
+    ]
     assert label_parts(TARGET, labels) == [[6, 1, 3], [5, 2, 3], [7, 0, 4, 8]]
     assert parts == sorted(parts)
 
@@ -93,8 +106,17 @@ def test_a_tag_with_bars_or_spaces_splits_at_the_last_space():
 
 
 @pytest.mark.parametrize(
-    "label", ["Number=Sing|POS=NOUN", "NN Number=Sing", "NN", " POS=NOUN", "NN POS=NOUN|Broken", "!NN POS=NOUN",
-              "NN  POS=NOUN", "NN Foo=a b|POS=NOUN"],
+    "label",
+    [
+        "Number=Sing|POS=NOUN",
+        "NN Number=Sing",
+        "NN",
+        " POS=NOUN",
+        "NN POS=NOUN|Broken",
+        "!NN POS=NOUN",
+        "NN  POS=NOUN",
+        "NN Foo=a b|POS=NOUN",
+    ],
 )
 def test_add_label_refuses_what_is_not_tag_space_bundle(label):
     tagger = make_nlp(factory="crf_morphologizer", target="tag+pos+morph").get_pipe("crf_morphologizer")
@@ -114,7 +136,9 @@ def test_a_missing_or_negative_part_makes_the_token_unknown():
     assert values == ["", "", "", "", ". POS=PUNCT"]
     tags_ids, excluded, unknown = gold_ids(values, [". POS=PUNCT"])
     assert tags_ids.tolist() == [-1, -1, -1, -1, 0] and excluded.tolist() == [-1] * 5 and unknown == []
-    misaligned = Example(nlp.make_doc("I like greeneggs ."), Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs))
+    misaligned = Example(
+        nlp.make_doc("I like greeneggs ."), Doc(nlp.vocab, words=words, tags=tags, pos=pos, morphs=morphs)
+    )
     assert TARGET.gold_values(misaligned)[2] == ""
 
 
@@ -134,7 +158,10 @@ def test_labels_given_in_any_form_are_normalized(tmp_path):
     examples = examples_of(nlp)
     labels = ["NNS POS=NOUN|Number=Plur", "N|soort PROPN POS=PROPN"]
     nlp.get_pipe("crf_morphologizer").initialize(lambda: examples, nlp=nlp, labels=labels)
-    assert nlp.get_pipe("crf_morphologizer").labels == ("NNS Number=Plur|POS=NOUN", "N|soort PROPN POS=PROPN")  # given order
+    assert nlp.get_pipe("crf_morphologizer").labels == (
+        "NNS Number=Plur|POS=NOUN",
+        "N|soort PROPN POS=PROPN",
+    )  # given order
 
 
 def test_corpus_rows_have_tags_pos_and_morphs(trained, tmp_path):
@@ -142,9 +169,15 @@ def test_corpus_rows_have_tags_pos_and_morphs(trained, tmp_path):
 
     nlp = trained[0]
     nlp.to_disk(tmp_path / "model")
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEST_TEXTS)))
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEST_TEXTS))
+    )
     tag_corpus(tmp_path / "model", tmp_path / "in.jsonl", tmp_path / "out", output_format="jsonl", progress=False)
-    rows = [json.loads(line) for path in (tmp_path / "out").glob("in.jsonl.*.jsonl") for line in path.read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for path in (tmp_path / "out").glob("in.jsonl.*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
     assert sorted(row["id"] for row in rows) == list(range(len(TEST_TEXTS)))
     for row in rows:
         doc = nlp(TEST_TEXTS[row["id"]])
@@ -164,16 +197,28 @@ def test_overwrite_false_keeps_each_attribute_a_doc_has(trained):
     finally:
         morphologizer.cfg["overwrite"] = True
     gold = list(zip(*SENTENCES[0][1:]))
-    assert all_tags(doc) == [("XX",) + gold[0][1:], (gold[1][0], "X", gold[1][2]), gold[2][:2] + ("Foo=Bar",)] + gold[3:]
+    assert (
+        all_tags(doc) == [("XX",) + gold[0][1:], (gold[1][0], "X", gold[1][2]), gold[2][:2] + ("Foo=Bar",)] + gold[3:]
+    )
 
 
 def test_scorer_on_a_hand_made_example():
     vocab = spacy.blank("en").vocab
     words = ["a", "b", "c", "d"]
-    predicted = Doc(vocab, words=words, tags=["NN", "VB", "NN", "NNS"], pos=["NOUN", "VERB", "NOUN", "NOUN"],
-                    morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Plur"])
-    gold = Doc(vocab, words=words, tags=["NN", "VBP", "NN", "NNS"], pos=["NOUN", "VERB", "PROPN", "NOUN"],
-               morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Sing"])
+    predicted = Doc(
+        vocab,
+        words=words,
+        tags=["NN", "VB", "NN", "NNS"],
+        pos=["NOUN", "VERB", "NOUN", "NOUN"],
+        morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Plur"],
+    )
+    gold = Doc(
+        vocab,
+        words=words,
+        tags=["NN", "VBP", "NN", "NNS"],
+        pos=["NOUN", "VERB", "PROPN", "NOUN"],
+        morphs=["Number=Sing", "VerbForm=Inf", "Number=Sing", "Number=Sing"],
+    )
     scores = morphologizer_score([Example(predicted, gold)], target="tag+pos+morph")
     assert scores == morph_scores([Example(predicted, gold)], target="tag+pos+morph")
     assert scores["tag_acc"] == pytest.approx(3 / 4)
@@ -190,7 +235,9 @@ def test_scorer_on_a_hand_made_example():
 def test_paired_test_compares_all_three():
     from benchmarks.paired_test import value
 
-    doc = Doc(spacy.blank("en").vocab, words=["eggs", "x"], tags=["NNS", "XX"], pos=["NOUN", "X"], morphs=["Number=Plur", ""])
+    doc = Doc(
+        spacy.blank("en").vocab, words=["eggs", "x"], tags=["NNS", "XX"], pos=["NOUN", "X"], morphs=["Number=Plur", ""]
+    )
     doc[1].set_morph(None)
     assert value(doc[0], "tag+pos+morph") == "NNS NOUN|Number=Plur"
     assert value(doc[1], "tag+pos+morph") == ""  # morph never annotated: left out
@@ -215,15 +262,34 @@ def test_morph_errors_counts_each_feature_and_the_errors_a_right_tag_leaves():
 
     vocab = spacy.blank("en").vocab
     words = ["it", "runs", "who", "x", "cats", "capt.", "so", "the"]
-    gold = [Doc(vocab, words=words, tags=["PRP", "VBZ", "WP", "XX", "NNS", "NNP", "RB", "DT"],
-                pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "ADV", "DET"],
-                morphs=["Case=Acc|Number=Sing", "Number=Sing|Tense=Pres", "PronType=Rel", "", "Number=Plur",
-                        "_", "_", "_"])]
+    gold = [
+        Doc(
+            vocab,
+            words=words,
+            tags=["PRP", "VBZ", "WP", "XX", "NNS", "NNP", "RB", "DT"],
+            pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "ADV", "DET"],
+            morphs=["Case=Acc|Number=Sing", "Number=Sing|Tense=Pres", "PronType=Rel", "", "Number=Plur", "_", "_", "_"],
+        )
+    ]
     gold[0][3].set_morph(None)  # no gold features: left out
-    predicted = [Doc(vocab, words=words, tags=["PRP", "VBP", "WP", "XX", "NNS", "NNP", "RB", "DT"],
-                     pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "SCONJ", "DET"],
-                     morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "Foo=Bar", "Number=Plur",
-                             "Abbr=Yes", "Degree=Pos", "_"])]
+    predicted = [
+        Doc(
+            vocab,
+            words=words,
+            tags=["PRP", "VBP", "WP", "XX", "NNS", "NNP", "RB", "DT"],
+            pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "SCONJ", "DET"],
+            morphs=[
+                "Case=Nom|Number=Sing",
+                "Tense=Pres",
+                "PronType=Int",
+                "Foo=Bar",
+                "Number=Plur",
+                "Abbr=Yes",
+                "Degree=Pos",
+                "_",
+            ],
+        )
+    ]
     predicted[0][7].set_morph(None)  # no features predicted: wrong, though the gold has none either
     result = feats_errors(gold, predicted)
     assert (result["tokens"], result["feats_errors"], result["feats_accuracy"]) == (7, 6, 14.29)
@@ -231,12 +297,20 @@ def test_morph_errors_counts_each_feature_and_the_errors_a_right_tag_leaves():
     assert (result["with_pos_error"], result["with_tag_error"], result["feats_only"]) == (1, 1, 4)
     assert result["per_feature"] == {"Abbr": 1, "Case": 1, "Degree": 1, "Number": 1, "PronType": 1}
     assert result["feats_only_errors"] == {
-        "it: Case=Acc -> Case=Nom": 1, "who: PronType=Rel -> PronType=Int": 1,
-        "capt.: _ -> Abbr=Yes": 1, "the: _ -> (none)": 1,
+        "it: Case=Acc -> Case=Nom": 1,
+        "who: PronType=Rel -> PronType=Int": 1,
+        "capt.: _ -> Abbr=Yes": 1,
+        "the: _ -> (none)": 1,
     }
     # a model without tags: FEATS-only means a right UPOS, and no tag errors are counted
-    untagged = [Doc(vocab, words=words, pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "ADV", "DET"],
-                    morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "", "_", "_", "_", "Definite=Def"])]
+    untagged = [
+        Doc(
+            vocab,
+            words=words,
+            pos=["PRON", "VERB", "PRON", "X", "NOUN", "PROPN", "ADV", "DET"],
+            morphs=["Case=Nom|Number=Sing", "Tense=Pres", "PronType=Int", "", "_", "_", "_", "Definite=Def"],
+        )
+    ]
     result = feats_errors(gold, untagged, top=1)
     assert result["with_tag_error"] is None and result["with_pos_error"] == 0 and result["feats_only"] == 5
     assert result["per_feature"] == {"Number": 2, "Case": 1, "PronType": 1, "Definite": 1}

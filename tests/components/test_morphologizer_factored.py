@@ -1,6 +1,7 @@
 """crf_morphologizer with spacy_crf.BiLSTMCRF.v2 transitions = "factored": the
 overfitting-IO test, weights-equal round trips, the same decoding as the
 dense reference code on the model's own scores, and the coded errors."""
+
 import pytest
 import torch
 from thinc.api import fix_random_seed

@@ -1,4 +1,5 @@
 """crf_ner: a named entity recogniser writing doc.ents through the tags of a scheme."""
+
 import pytest
 import spacy
 from spacy.tokens import Doc

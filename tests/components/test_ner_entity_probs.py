@@ -1,6 +1,7 @@
 """Entity probabilities of crf_ner: each written entity's exact posterior in
 span._.crf_prob, candidate spans in a scored SpanGroup, and a precision
 threshold for doc.ents, all from the decoding model pass."""
+
 import numpy
 import pytest
 import spacy
@@ -85,8 +86,9 @@ def test_roundtrip_and_pipe_equal_call(trained, tmp_path):
         assert [(s.start, s.end, s.label_) for s in a.spans["candidates"]] == [
             (s.start, s.end, s.label_) for s in b.spans["candidates"]
         ]
-        numpy.testing.assert_allclose(a.spans["candidates"].attrs["scores"], b.spans["candidates"].attrs["scores"],
-                                      rtol=1e-5)
+        numpy.testing.assert_allclose(
+            a.spans["candidates"].attrs["scores"], b.spans["candidates"].attrs["scores"], rtol=1e-5
+        )
     for text in TEXTS:  # saved and loaded: bit for bit
         assert [e._.crf_prob for e in trained(text).ents] == [e._.crf_prob for e in loaded(text).ents]
 

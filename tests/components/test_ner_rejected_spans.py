@@ -2,6 +2,7 @@
 spans leave the paths that contain them out of the gold sum, exactly; a
 rejection that is also a gold entity is dropped; training on rejections only
 lowers the rejected span's posterior."""
+
 import pytest
 import torch
 from spacy.tokens import Span
@@ -45,7 +46,9 @@ def test_loss_is_the_exact_likelihood_without_the_rejected_spans(trained):
     types, patterns = span_patterns(tagger.tags, tagger.cfg["scheme"])
     spans = torch.tensor([[0, 3, 5, types.index("LOC")], [0, 0, 0, types.index("PER")]])
     allowed = torch.ones_like(batch.scores.emissions, dtype=torch.bool)
-    expected = log_partition(batch.scores).double() - log_partition_without(batch.scores, allowed, spans, torch.tensor(patterns))
+    expected = log_partition(batch.scores).double() - log_partition_without(
+        batch.scores, allowed, spans, torch.tensor(patterns)
+    )
     assert loss == pytest.approx(float(expected.sum()), rel=1e-5)
     assert loss > 0
 

@@ -1,6 +1,7 @@
 """quantize = "int8" and "bf16": CPU prediction through an int8 (bfloat16)
 copy of the network, remade whenever the weights change; training and saving
 stay float32."""
+
 import pytest
 import spacy
 import torch

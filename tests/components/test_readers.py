@@ -1,4 +1,5 @@
 """spacy_crf.SentencesAndDocs.v1: gold-tokenised sentences and whole docs."""
+
 import random
 
 import pytest
@@ -52,7 +53,9 @@ def test_no_whole_docs_equals_spacy_gold_preproc(corpus_path):
 def test_all_whole_docs_keep_the_gold_words(corpus_path):
     got = read(corpus_path, whole_docs=1.0)
     assert words_of(got) == [
-        SENTENCES[0][0] + SENTENCES[1][0], SENTENCES[2][0] + SENTENCES[3][0], ["ca", "n't", "go"],
+        SENTENCES[0][0] + SENTENCES[1][0],
+        SENTENCES[2][0] + SENTENCES[3][0],
+        ["ca", "n't", "go"],
     ]
     for eg in got:
         assert [t.text for t in eg.x] == [t.text for t in eg.reference] and eg.x.text == eg.reference.text
@@ -97,13 +100,21 @@ def test_bad_settings_are_refused(corpus_path, settings):
 
 def test_spacy_train_reads_it(corpus_path, tmp_path):
     run_spacy(
-        "train", str(CONFIGS / "cpu.cfg"),
-        "--output", str(tmp_path / "out"),
-        "--paths.train", str(corpus_path),
-        "--paths.dev", str(corpus_path),
-        "--corpora.train.@readers", "spacy_crf.SentencesAndDocs.v1",
-        "--corpora.train.whole_docs", "0.5",
-        "--training.max_steps", "4",
-        "--training.eval_frequency", "2",
+        "train",
+        str(CONFIGS / "cpu.cfg"),
+        "--output",
+        str(tmp_path / "out"),
+        "--paths.train",
+        str(corpus_path),
+        "--paths.dev",
+        str(corpus_path),
+        "--corpora.train.@readers",
+        "spacy_crf.SentencesAndDocs.v1",
+        "--corpora.train.whole_docs",
+        "0.5",
+        "--training.max_steps",
+        "4",
+        "--training.eval_frequency",
+        "2",
     )
     assert (tmp_path / "out" / "model-best").is_dir()

@@ -1,4 +1,5 @@
 """Registered names resolve, and entry points find them in a fresh process."""
+
 import subprocess
 import sys
 

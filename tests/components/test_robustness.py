@@ -1,4 +1,5 @@
 """Bad input, long docs, processes, determinism: nothing crashes, nothing is lost."""
+
 import io
 import pickle
 
@@ -97,9 +98,20 @@ def test_very_long_doc(trained):
 
 def test_unicode_of_every_script(trained):
     texts = [
-        "Ελληνικά κείμενα", "Русский текст", "العربية نص", "עברית טקסט", "हिन्दी पाठ",
-        "中文文本测试", "日本語のテキスト", "한국어 텍스트", "ไทยข้อความ", "🙂🙃 emoji 👍🏽",
-        "a\u0301 combining", "\u200b zero width", "ʕ•ᴥ•ʔ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+        "Ελληνικά κείμενα",
+        "Русский текст",
+        "العربية نص",
+        "עברית טקסט",
+        "हिन्दी पाठ",
+        "中文文本测试",
+        "日本語のテキスト",
+        "한국어 텍스트",
+        "ไทยข้อความ",
+        "🙂🙃 emoji 👍🏽",
+        "a\u0301 combining",
+        "\u200b zero width",
+        "ʕ•ᴥ•ʔ",
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
     ]
     labels = set(trained.get_pipe("crf_tagger").labels)
     for doc in trained.pipe(texts):
@@ -174,7 +186,9 @@ def test_label_count_mismatch_leaves_component_unchanged(trained):
     tagger = trained.get_pipe("crf_tagger")
     before = tags_of(trained, TEST_TEXTS)
     other = make_nlp()
-    examples = make_examples(other, [("go", {"tags": ["Z"]}), ("I like", {"tags": ["N", "V"]}), ("eat", {"tags": ["Q"]})])
+    examples = make_examples(
+        other, [("go", {"tags": ["Z"]}), ("I like", {"tags": ["N", "V"]}), ("eat", {"tags": ["Q"]})]
+    )
     train(other, examples, steps=1)
     data = other.get_pipe("crf_tagger").to_bytes(exclude=["cfg"])
     with pytest.raises(ValueError, match=r"\[E008\]"):

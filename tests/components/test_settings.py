@@ -1,6 +1,7 @@
 """The settings spine (spacy_crf/components/settings.py): each setting is
 declared once, the factories' signatures and default configs agree with the
 declarations, and every bad value is refused when the component is built."""
+
 import inspect
 
 import pytest

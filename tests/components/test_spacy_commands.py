@@ -1,6 +1,7 @@
 """spaCy's commands that key on factory names, for crf components:
 `python -m spacy_crf debug-data` (spaCy's debug data with its tag, morph and
 entity checks) and `python -m spacy_crf displacy` (evaluate's entities.html)."""
+
 import spacy
 from spacy.tokens import Doc, DocBin
 
@@ -61,7 +62,9 @@ def test_displacy_writes_the_entities_of_a_crf_ner_pipeline(tmp_path):
     train(nlp, examples, steps=40)
     nlp.to_disk(tmp_path / "model")
     write_ner_docbin(tmp_path / "dev.spacy")
-    assert main(["displacy", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), str(tmp_path / "html"),
-                 "--limit", "2"]) == 0
+    assert (
+        main(["displacy", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), str(tmp_path / "html"), "--limit", "2"])
+        == 0
+    )
     html = (tmp_path / "html" / "entities.html").read_text()
     assert "PER" in html and "LOC" in html and "Anna" in html

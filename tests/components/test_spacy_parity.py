@@ -1,6 +1,7 @@
 """Where crf_ner and crf_morphologizer behave as spaCy's ner and
 morphologizer do: an initialized, never-updated crf_ner writes no entity
 (even beside an entity ruler), and crf_morphologizer's overwrite / extend."""
+
 import numpy
 import pytest
 import spacy
@@ -68,12 +69,15 @@ MORPH_DATA = [
 ]
 
 
-@pytest.mark.parametrize("overwrite,extend,expected", [
-    (True, False, "Number=Plur"),                      # replaced
-    (False, False, "Foo=Bar|Number=Sing"),             # kept
-    (True, True, "Foo=Bar|Number=Plur"),               # merged, the prediction wins
-    (False, True, "Foo=Bar|Number=Sing"),              # merged, the token's own wins
-])
+@pytest.mark.parametrize(
+    "overwrite,extend,expected",
+    [
+        (True, False, "Number=Plur"),  # replaced
+        (False, False, "Foo=Bar|Number=Sing"),  # kept
+        (True, True, "Foo=Bar|Number=Plur"),  # merged, the prediction wins
+        (False, True, "Foo=Bar|Number=Sing"),  # merged, the token's own wins
+    ],
+)
 def test_crf_morphologizer_overwrite_and_extend_as_spacys(overwrite, extend, expected):
     spacy.util.fix_random_seed(0)
     nlp = make_nlp(factory="crf_morphologizer", model={**SMALL_MODEL}, overwrite=overwrite, extend=extend)
@@ -81,7 +85,9 @@ def test_crf_morphologizer_overwrite_and_extend_as_spacys(overwrite, extend, exp
     train(nlp, examples, steps=60)
     morphologizer = nlp.get_pipe("crf_morphologizer")
     doc = Doc(nlp.vocab, words=["I", "like", "eggs"])
-    assert [t.morph.to_dict() for t in morphologizer(Doc(nlp.vocab, words=["I", "like", "eggs"]))][2] == {"Number": "Plur"}
+    assert [t.morph.to_dict() for t in morphologizer(Doc(nlp.vocab, words=["I", "like", "eggs"]))][2] == {
+        "Number": "Plur"
+    }
     doc[2].set_morph("Number=Sing|Foo=Bar")
     morphologizer(doc)
     assert str(doc[2].morph) == expected

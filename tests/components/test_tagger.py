@@ -1,4 +1,5 @@
 """crf_tagger as a spaCy component: training, prediction, serialization."""
+
 import numpy
 import pytest
 import spacy
@@ -587,7 +588,10 @@ def test_joint_target_writes_tag_and_pos(tmp_path):
     assert scores["tag_acc"] == 1.0 and scores["pos_acc"] == 1.0
     nlp.to_disk(tmp_path)
     assert [(t.tag_, t.pos_) for t in spacy.load(tmp_path)("Eat green ham")] == [
-        ("V", "VERB"), ("J", "ADJ"), ("N", "NOUN")]
+        ("V", "VERB"),
+        ("J", "ADJ"),
+        ("N", "NOUN"),
+    ]
     with pytest.raises(ValueError, match=r"\[E002\]"):
         make_nlp(target="tag+pos").get_pipe("crf_tagger").add_label("NN|NOUNISH")
 

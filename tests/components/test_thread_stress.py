@@ -2,6 +2,7 @@
 thread pool) tags every doc as one thread does (benchmarks.thread_stress),
 and leaves torch's thread count as it was: no call may run with the
 dropout of training because another call has just finished."""
+
 import random
 
 import pytest
@@ -22,8 +23,9 @@ DROPOUT_MODEL = {**SMALL_MODEL, "dropout": 0.5, "input_dropout": 0.5}
 @pytest.fixture(scope="module")
 def saved_pipeline(tmp_path_factory):
     nlp = make_nlp(DROPOUT_MODEL)
-    examples = [Example(nlp.make_doc(" ".join(words)), Doc(nlp.vocab, words=words, tags=tags))
-                for words, tags in SENTENCES]
+    examples = [
+        Example(nlp.make_doc(" ".join(words)), Doc(nlp.vocab, words=words, tags=tags)) for words, tags in SENTENCES
+    ]
     train(nlp, examples, steps=30)
     path = tmp_path_factory.mktemp("thread_stress") / "pipeline"
     nlp.to_disk(path)

@@ -1,6 +1,7 @@
 """The component's torch thread count: one thread by default, the process's
 own choice kept, an explicit setting obeyed, and the previous count restored
 after every call."""
+
 import pytest
 import spacy
 import torch
@@ -137,7 +138,9 @@ def test_finish_update_runs_on_the_components_threads(untouched_process, monkeyp
     seen = []
     shim = tagger.model.get_ref("output_layer").layers[0].shims[0]
     original = type(shim).finish_update
-    monkeypatch.setattr(type(shim), "finish_update", lambda self, sgd: (seen.append(torch.get_num_threads()), original(self, sgd)))
+    monkeypatch.setattr(
+        type(shim), "finish_update", lambda self, sgd: (seen.append(torch.get_num_threads()), original(self, sgd))
+    )
     tagger.update(examples, sgd=None)  # accumulates gradients only
     tagger.finish_update(optimizer)
     assert seen == [1] and torch.get_num_threads() == torch_default_threads()

@@ -1,5 +1,6 @@
 """crf_tagger.uncertainty: per doc, the exact probability of the best path and
 each token's marginal entropy (for active learning), batched like predict."""
+
 import numpy
 import pytest
 from spacy.training import Example

@@ -1,6 +1,7 @@
 """The corpus job under the attacks of "nothing lost, round 2": input names
 that collide, symbolic links inside OUTPUT, a killed job's unlisted shards
 before --overwrite, input that changes during the run, two jobs at once."""
+
 import json
 import os
 import signal
@@ -123,7 +124,9 @@ def test_a_killed_job_leaves_no_stale_lock(model, tmp_path):
     (tmp_path / "in").mkdir()
     write_jsonl(tmp_path / "in" / "part.jsonl", records(3))
     (tmp_path / "out").mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "out")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "out")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(ValueError, match=f"E121.*{os.uname().nodename} {holder.pid}"):

@@ -3,6 +3,7 @@ the pipeline, a manifest that names files outside the output folder, input
 that changed, damaged shards, an output folder that overlaps the input, a
 killed driver, and kill -9 at random moments (real processes, on the local
 engine; the ray engine's killed worker: tests/corpus/test_ray_engine.py)."""
+
 import json
 import os
 import random
@@ -45,8 +46,11 @@ def tag(model, input, output, **kwargs):
 
 def bad_reports(output):
     """Every bad-record report in the output folder, in file order."""
-    return [json.loads(line) for path in sorted((output / "bad_records").glob("*.jsonl"))
-            for line in path.read_text(encoding="ascii").splitlines()]
+    return [
+        json.loads(line)
+        for path in sorted((output / "bad_records").glob("*.jsonl"))
+        for line in path.read_text(encoding="ascii").splitlines()
+    ]
 
 
 def test_records_spacy_cannot_tag_are_reported_and_the_job_goes_on(model, tmp_path):
@@ -55,8 +59,13 @@ def test_records_spacy_cannot_tag_are_reported_and_the_job_goes_on(model, tmp_pa
     folder = tmp_path / "in"
     folder.mkdir()
     write_jsonl(folder / "a.jsonl", records(3, "a"))
-    b = [{"id": "b0", "text": "I like ham"}, {"id": "b1", "text": "x \ud800"}, {"id": "b2", "text": "Eat eggs"},
-         {"id": "b3", "text": LONG_TEXT}, {"id": "b4", "text": "eggs"}]
+    b = [
+        {"id": "b0", "text": "I like ham"},
+        {"id": "b1", "text": "x \ud800"},
+        {"id": "b2", "text": "Eat eggs"},
+        {"id": "b3", "text": LONG_TEXT},
+        {"id": "b4", "text": "eggs"},
+    ]
     write_jsonl(folder / "b.jsonl", b)
     write_jsonl(folder / "c.jsonl", records(2, "c"))
     summary = tag(model, folder, tmp_path / "out")
@@ -64,7 +73,8 @@ def test_records_spacy_cannot_tag_are_reported_and_the_job_goes_on(model, tmp_pa
     assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, good))
     reports = bad_reports(tmp_path / "out")
     assert [(r["id"], r["source"], r["position"], r["code"]) for r in reports] == [
-        ("b1", "b.jsonl", 2, "E114"), ("b3", "b.jsonl", 4, "E114")
+        ("b1", "b.jsonl", 2, "E114"),
+        ("b3", "b.jsonl", 4, "E114"),
     ]
     assert "lone surrogate" in reports[0]["message"] and "max_length" in reports[1]["message"]
     assert reports[0]["message"].startswith("[E114] Bad record in ") and "(id 'b1')" in reports[0]["message"]
@@ -103,7 +113,9 @@ def test_bad_records_raise_a_coded_error_when_asked(model, tmp_path):
     with pytest.raises(BadRecordError, match=r"^\[E114\] Bad record in .*surrogate.jsonl, line 2: .*lone surrogate"):
         tag(model, tmp_path / "surrogate.jsonl", tmp_path / "out-1", on_error="raise")
     write_jsonl(tmp_path / "id.jsonl", [{"id": "x\ud800", "text": "eggs"}])
-    with pytest.raises(BadRecordError, match=r"^\[E115\] Bad record in .*id.jsonl, line 1: its output cannot be written"):
+    with pytest.raises(
+        BadRecordError, match=r"^\[E115\] Bad record in .*id.jsonl, line 1: its output cannot be written"
+    ):
         tag(model, tmp_path / "id.jsonl", tmp_path / "out-2", on_error="raise")
 
 
@@ -209,8 +221,9 @@ def test_an_output_folder_that_overlaps_the_input_is_refused(model, tmp_path, ca
         with pytest.raises(ValueError, match=rf"^\[{code}\] The output .*{words}"):
             tag(model, input, output)
     assert sorted(p.name for p in folder.iterdir()) == ["a.jsonl"]
-    status, stdout, _ = run_command_line(["tag", model, folder / "a.jsonl", tmp_path / "file.txt", "--no-progress"],
-                                         capsys, monkeypatch)
+    status, stdout, _ = run_command_line(
+        ["tag", model, folder / "a.jsonl", tmp_path / "file.txt", "--no-progress"], capsys, monkeypatch
+    )
     assert status == 1 and "[E118]" in stdout  # a message, no traceback
 
 
@@ -264,8 +277,9 @@ def test_kills_lose_and_double_no_record_and_leave_no_process(model, tmp_path):
     the same job in this process (tag_corpus, as the command calls it)."""
     expected = corpus_faults.make_corpus(tmp_path / "input", records=120, bad_share=0.025, seed=3)
     output, log = tmp_path / "output", tmp_path / "tag.log"
-    command = corpus_faults.tag_command(model, tmp_path / "input", output, engine="local", workers=2, shard_size=15,
-                                        batch_size=8)
+    command = corpus_faults.tag_command(
+        model, tmp_path / "input", output, engine="local", workers=2, shard_size=15, batch_size=8
+    )
     n_shards = len(plan_shards(tmp_path / "input", shard_size=15, batch_size=8)[0])
     assert n_shards == 9
 

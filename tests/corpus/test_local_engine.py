@@ -1,5 +1,6 @@
 """Tagging a corpus on the local engine: readers, writers, resumption, bad
 records, coded errors and the command line (the ray engine: test_corpus_ray.py)."""
+
 import json
 import pickle
 import re
@@ -119,7 +120,9 @@ def test_large_text_file_cut_into_shards_and_chunks(tmp_path):
     path.write_bytes(("\r\n".join(lines)).encode("utf8"))  # CRLF, no final newline
     shards, chunks = plan_shards(path, shard_size=20, batch_size=6)
     assert [(s.name, s.start, s.stop) for s in shards] == [
-        ("big.txt.00000", 0, 20), ("big.txt.00001", 20, 40), ("big.txt.00002", 40, 57)
+        ("big.txt.00000", 0, 20),
+        ("big.txt.00001", 20, 40),
+        ("big.txt.00002", 40, 57),
     ]
     assert [(c.start, c.stop) for c in chunks["big.txt.00001"]] == [(20, 26), (26, 32), (32, 38), (38, 40)]
     texts = [r["text"] for s in shards for c in chunks[s.name] for r in read_chunk(c).records]
@@ -196,7 +199,11 @@ def test_changed_settings_or_model_in_the_same_output_are_refused(model, ner_mod
     summary = tag(ner_model, tmp_path / "in.jsonl", tmp_path / "out", shard_size=4, overwrite=True)
     assert summary.shards_written == 1 and summary.docs == 3
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        ".lock", "in.jsonl.00000.jsonl", "job.json", "manifest.jsonl", "mine.txt"
+        ".lock",
+        "in.jsonl.00000.jsonl",
+        "job.json",
+        "manifest.jsonl",
+        "mine.txt",
     ]
 
 
@@ -296,9 +303,13 @@ def test_pyarrow_missing_gives_a_clear_error_for_parquet_only(model, tmp_path, m
     write_docbin(folder / "c.spacy", ["eggs"])
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ImportError, match=r'^\[E113\] Reading Parquet needs pyarrow: pip install "spacy-crf\[corpus\]"'):
+    with pytest.raises(
+        ImportError, match=r'^\[E113\] Reading Parquet needs pyarrow: pip install "spacy-crf\[corpus\]"'
+    ):
         tag(model, tmp_path / "in.parquet", tmp_path / "out-read")
-    with pytest.raises(ImportError, match=r'^\[E113\] Writing Parquet needs pyarrow: pip install "spacy-crf\[corpus\]"'):
+    with pytest.raises(
+        ImportError, match=r'^\[E113\] Writing Parquet needs pyarrow: pip install "spacy-crf\[corpus\]"'
+    ):
         tag(model, folder, tmp_path / "out-write", output_format="parquet")
     assert not (tmp_path / "out-read").exists() and not (tmp_path / "out-write").exists()
     (tmp_path / "shards").mkdir()
@@ -325,15 +336,26 @@ def test_local_workers_give_the_same_output(model, tmp_path):
 def test_command_line(model, tmp_path, capsys, monkeypatch):
     """`python -m spacy_crf tag`, run in this process (corpus_data.run_command_line)."""
     write_jsonl(tmp_path / "in.jsonl", records(6))
-    args = ["tag", model, tmp_path / "in.jsonl", tmp_path / "out", "--output-format", "jsonl", "--batch-size", "4",
-            "--no-progress"]
+    args = [
+        "tag",
+        model,
+        tmp_path / "in.jsonl",
+        tmp_path / "out",
+        "--output-format",
+        "jsonl",
+        "--batch-size",
+        "4",
+        "--no-progress",
+    ]
     status, stdout, stderr = run_command_line(args, capsys, monkeypatch)
     assert status == 0, stderr[-3000:]
     summary = json.loads(stdout.strip().splitlines()[-1])
     assert summary["docs"] == 6 and summary["shards_written"] == 1 and summary["bad_records"] == 0
     assert "Tagged 6 docs" in stdout
     assert_rows_match(read_jsonl_rows(tmp_path / "out"), reference(model, {r["id"]: r["text"] for r in records(6)}))
-    status, stdout, _ = run_command_line(args[:2] + [tmp_path / "missing.jsonl", tmp_path / "out2"], capsys, monkeypatch)
+    status, stdout, _ = run_command_line(
+        args[:2] + [tmp_path / "missing.jsonl", tmp_path / "out2"], capsys, monkeypatch
+    )
     assert status == 1 and "[E101]" in stdout  # a message, no traceback
 
 

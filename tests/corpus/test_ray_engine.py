@@ -10,6 +10,7 @@ run few jobs that each check much: one reads every input format and every
 kind of bad record while an actor is killed; one stops after three shards
 and the command line resumes it; one raises on a bad record; one writes
 Parquet. The tests run in this order, on the same cluster."""
+
 import json
 import os
 import subprocess
@@ -42,12 +43,19 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
 # records that cannot be read: line 2 is not JSON, line 3 not UTF-8
-UNREADABLE = b'{"id": "ra", "text": "eggs"}\n{"id": "rb"\n{"id": "rc", "text": "caf\xe9"}\n{"id": "rd", "text": "ham"}\n'
+UNREADABLE = (
+    b'{"id": "ra", "text": "eggs"}\n{"id": "rb"\n{"id": "rc", "text": "caf\xe9"}\n{"id": "rd", "text": "ham"}\n'
+)
 # records that fail in the pipeline, on the actors: a lone surrogate (spaCy's
 # tokenizer) and a text over max_length cannot be tagged (E114), an id that
 # cannot be encoded cannot be written (E115)
-UNTAGGABLE = [{"id": "pa", "text": "I like ham"}, {"id": "pb", "text": "x \ud800"}, {"id": "pc", "text": "eggs " * 200_001},
-              {"id": "pd\ud800", "text": "ham"}, {"id": "pe", "text": "Eat eggs"}]
+UNTAGGABLE = [
+    {"id": "pa", "text": "I like ham"},
+    {"id": "pb", "text": "x \ud800"},
+    {"id": "pc", "text": "eggs " * 200_001},
+    {"id": "pd\ud800", "text": "ham"},
+    {"id": "pe", "text": "Eat eggs"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +67,12 @@ def fault_dir(tmp_path_factory):
 def cluster(fault_dir):
     """One cluster for the module; its workers can be armed to kill an actor
     (tests/ray_faults.py), which they never do unless a test arms them."""
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING",
-             runtime_env=ray_faults.runtime_env(fault_dir, torch.get_num_threads()))
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="WARNING",
+        runtime_env=ray_faults.runtime_env(fault_dir, torch.get_num_threads()),
+    )
     yield
     ray.shutdown()
 
@@ -79,8 +91,11 @@ def tag(model, input, output, **kwargs):
 
 def bad_reports(output):
     """Every bad-record report in the output folder, in file order."""
-    return [json.loads(line) for path in sorted((output / "bad_records").glob("*.jsonl"))
-            for line in path.read_text(encoding="ascii").splitlines()]
+    return [
+        json.loads(line)
+        for path in sorted((output / "bad_records").glob("*.jsonl"))
+        for line in path.read_text(encoding="ascii").splitlines()
+    ]
 
 
 def test_every_input_format_and_bad_record_with_an_actor_killed(model, tmp_path, fault_dir):
@@ -116,16 +131,21 @@ def test_every_input_format_and_bad_record_with_an_actor_killed(model, tmp_path,
     out = read_jsonl_rows(tmp_path / "ray")
     assert_rows_match(out, reference(model, inputs))
     assert {row["id"]: row["n"] for row in out if "n" in row} == {
-        **{f"json-{i}": i for i in range(14)}, **{f"pq-{i}": i for i in range(9)}
+        **{f"json-{i}": i for i in range(14)},
+        **{f"pq-{i}": i for i in range(9)},
     }
 
     reports = bad_reports(tmp_path / "ray")
     assert [(r["source"], r["position"], r["id"], r["code"]) for r in reports] == [
-        ("e.jsonl", 2, "e.jsonl:2", "E105"), ("e.jsonl", 3, "rc", "E105"),
-        ("f.jsonl", 2, "pb", "E114"), ("f.jsonl", 3, "pc", "E114"), ("f.jsonl", 4, "pd\ud800", "E115"),
+        ("e.jsonl", 2, "e.jsonl:2", "E105"),
+        ("e.jsonl", 3, "rc", "E105"),
+        ("f.jsonl", 2, "pb", "E114"),
+        ("f.jsonl", 3, "pc", "E114"),
+        ("f.jsonl", 4, "pd\ud800", "E115"),
     ]
     assert sorted(m.split(", ", 1)[1].split(":")[0] for m in summary.bad_messages if "e.jsonl" in m) == [
-        "line 2", "line 3"
+        "line 2",
+        "line 3",
     ]
     tag(model, folder, tmp_path / "local", engine="local", **settings)
     ray_files, local_files = output_files(tmp_path / "ray"), output_files(tmp_path / "local")
@@ -148,10 +168,32 @@ def test_resumes_from_the_command_line_joined_to_the_cluster(model, tmp_path):
     runtime_env = {"env_vars": {"OMP_NUM_THREADS": str(torch.get_num_threads())}}
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ray_faults.ROOT)}
     result = subprocess.run(
-        [sys.executable, "-m", "spacy_crf", "tag", str(model), str(tmp_path / "in.jsonl"), str(tmp_path / "ray"),
-         "--engine", "ray", "--address", address, "--runtime-env", json.dumps(runtime_env), "--workers", "1",
-         "--batch-size", "3", "--shard-size", "4", "--output-format", "docbin"],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "spacy_crf",
+            "tag",
+            str(model),
+            str(tmp_path / "in.jsonl"),
+            str(tmp_path / "ray"),
+            "--engine",
+            "ray",
+            "--address",
+            address,
+            "--runtime-env",
+            json.dumps(runtime_env),
+            "--workers",
+            "1",
+            "--batch-size",
+            "3",
+            "--shard-size",
+            "4",
+            "--output-format",
+            "docbin",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     second = json.loads(result.stdout.strip().splitlines()[-1])
@@ -181,6 +223,7 @@ def test_parquet_output_equals_the_local_engine(model, tmp_path):
     import pyarrow.parquet
 
     for name in ray_files:  # Parquet files carry writer metadata: the tables are compared
-        assert (pyarrow.parquet.read_table(tmp_path / "ray" / name)
-                .equals(pyarrow.parquet.read_table(tmp_path / "local" / name)))
+        assert pyarrow.parquet.read_table(tmp_path / "ray" / name).equals(
+            pyarrow.parquet.read_table(tmp_path / "local" / name)
+        )
     assert_rows_match(read_parquet_rows(tmp_path / "ray"), reference(model, {r["id"]: r["text"] for r in records(12)}))

@@ -36,6 +36,7 @@ blank "xx" ones (its tokenizer file is half the size of English's) with tiny
 networks, trained on the synthetic sentences below. Training is seeded and
 runs on one CPU thread: a rerun writes the same files, byte for byte.
 """
+
 import json
 import shutil
 import subprocess
@@ -98,17 +99,40 @@ RELEASES = {"0.3.0": "6c1990efc8afa0ca810b0409cafca3123ca01686"}
 # third sentence is "" (unannotated: for "tag+pos" and "pos+morph" the loss
 # sums over every label there)
 TOKEN_DATA_030 = [
-    ("I like green eggs", ["PRP", "VBP", "JJ", "NNS"], ["PRON", "VERB", "ADJ", "NOUN"],
-     ["Case=Nom|Number=Sing|Person=1", "Mood=Ind|Tense=Pres", "Degree=Pos", "Number=Plur"]),
-    ("Eat blue ham and eggs", ["VB", "JJ", "NN", "CC", "NNS"], ["VERB", "ADJ", "NOUN", "CCONJ", "NOUN"],
-     ["Mood=Imp|VerbForm=Fin", "Degree=Pos", "Number=Sing", "_", "Number=Plur"]),
-    ("They eat green ham on Sunday with blue eggs",
-     ["PRP", "VBP", "JJ", "NN", "IN", "NNP", "IN", "JJ", "NNS"],
-     ["PRON", "VERB", "ADJ", "NOUN", "ADP", "PROPN", "ADP", "ADJ", ""],
-     ["Case=Nom|Number=Plur|Person=3", "Mood=Ind|Tense=Pres", "Degree=Pos", "Number=Sing", "_",
-      "Number=Sing", "_", "Degree=Pos", "Number=Plur"]),
-    ("She eats ham", ["PRP", "VBZ", "NN"], ["PRON", "VERB", "NOUN"],
-     ["Case=Nom|Gender=Fem|Number=Sing|Person=3", "Mood=Ind|Number=Sing|Person=3|Tense=Pres", "Number=Sing"]),
+    (
+        "I like green eggs",
+        ["PRP", "VBP", "JJ", "NNS"],
+        ["PRON", "VERB", "ADJ", "NOUN"],
+        ["Case=Nom|Number=Sing|Person=1", "Mood=Ind|Tense=Pres", "Degree=Pos", "Number=Plur"],
+    ),
+    (
+        "Eat blue ham and eggs",
+        ["VB", "JJ", "NN", "CC", "NNS"],
+        ["VERB", "ADJ", "NOUN", "CCONJ", "NOUN"],
+        ["Mood=Imp|VerbForm=Fin", "Degree=Pos", "Number=Sing", "_", "Number=Plur"],
+    ),
+    (
+        "They eat green ham on Sunday with blue eggs",
+        ["PRP", "VBP", "JJ", "NN", "IN", "NNP", "IN", "JJ", "NNS"],
+        ["PRON", "VERB", "ADJ", "NOUN", "ADP", "PROPN", "ADP", "ADJ", ""],
+        [
+            "Case=Nom|Number=Plur|Person=3",
+            "Mood=Ind|Tense=Pres",
+            "Degree=Pos",
+            "Number=Sing",
+            "_",
+            "Number=Sing",
+            "_",
+            "Degree=Pos",
+            "Number=Plur",
+        ],
+    ),
+    (
+        "She eats ham",
+        ["PRP", "VBZ", "NN"],
+        ["PRON", "VERB", "NOUN"],
+        ["Case=Nom|Gender=Fem|Number=Sing|Person=3", "Mood=Ind|Number=Sing|Person=3|Tense=Pres", "Number=Sing"],
+    ),
 ]
 # (text, entities, rejected spans: doc.spans["rejected"] of the reference)
 ENT_DATA_030 = [
@@ -197,9 +221,7 @@ FIXTURES_030 = {
     },
     "tag+pos": {
         "config": {
-            "model": _bilstm_crf(
-                "v2", _embed("v3", min_count=0, word_dropout=0.0), depth=2, transitions="factored"
-            ),
+            "model": _bilstm_crf("v2", _embed("v3", min_count=0, word_dropout=0.0), depth=2, transitions="factored"),
             "target": "tag+pos",
             "window": 10,
         },
@@ -229,8 +251,14 @@ RELEASES["1.0.0"] = "23d0fdd89019089a08244a1de89270a80631bade"  # the code that 
 
 
 def _embed_v5(**settings):
-    return {**_embed("v5"), "min_count": 1, "word_dropout": 0.0, "sum_byte_gradients": True,
-            "word_encoder": None, **settings}
+    return {
+        **_embed("v5"),
+        "min_count": 1,
+        "word_dropout": 0.0,
+        "sum_byte_gradients": True,
+        "word_encoder": None,
+        **settings,
+    }
 
 
 def _bilstm_crf_v4(tok2vec, **settings):
@@ -260,11 +288,19 @@ FIXTURES_100 = {
         "target": "pos+morph",
         "config": {
             "model": _bilstm_crf_v4(
-                _embed_v5(sum_byte_gradients=False, word_encoder={
-                    "@architectures": "spacy_crf.CharCNN.v2", "width": 8, "nM": 4, "window": 1, "nP": 2,
-                    "max_bytes": 10,
-                }),
-                transitions="factored", emissions="composed",
+                _embed_v5(
+                    sum_byte_gradients=False,
+                    word_encoder={
+                        "@architectures": "spacy_crf.CharCNN.v2",
+                        "width": 8,
+                        "nM": 4,
+                        "window": 1,
+                        "nP": 2,
+                        "max_bytes": 10,
+                    },
+                ),
+                transitions="factored",
+                emissions="composed",
             ),
             "target": "pos+morph",
             "window": 10,
@@ -405,9 +441,9 @@ def made_with():
     return {
         "spacy_crf": spacy_crf.__version__,
         "commit": subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
-        "code_changed": bool(subprocess.run(
-            git + ["status", "--porcelain", "--", "."], capture_output=True, text=True
-        ).stdout.strip()),
+        "code_changed": bool(
+            subprocess.run(git + ["status", "--porcelain", "--", "."], capture_output=True, text=True).stdout.strip()
+        ),
         "spacy": spacy.__version__,
         "thinc": thinc.__version__,
         "torch": torch.__version__,
@@ -453,12 +489,12 @@ def main_030(version="0.3.0"):
             "texts": TEXTS_030,
             "labels": list(tagger.labels),
             "temperature": tagger.temperature,
-            "entities": None if prediction.entities is None else [
-                [list(e) for e in doc] for doc in prediction.entities
-            ],
-            "candidates": None if prediction.candidates is None else [
-                [[s, e, label, float(p)] for s, e, label, p in doc] for doc in prediction.candidates
-            ],
+            "entities": None
+            if prediction.entities is None
+            else [[list(e) for e in doc] for doc in prediction.entities],
+            "candidates": None
+            if prediction.candidates is None
+            else [[[s, e, label, float(p)] for s, e, label, p in doc] for doc in prediction.candidates],
             "annotated": annotated,
             "nbest": nbest,
             "best_path_prob": [p for p, _ in uncertainty],

@@ -2,6 +2,7 @@
 line of their ```bash blocks is a line of .ci/run, word for word, or says
 what it needs that CI lacks ("# needs the network"). So a command that stops
 working on a fresh clone fails CI, and a new user reads only commands that ran."""
+
 import re
 from pathlib import Path
 
@@ -24,7 +25,11 @@ def command(line: str) -> str:
 
 
 def ci_commands():
-    return {command(line) for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")}
+    return {
+        command(line)
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -40,8 +45,12 @@ def test_the_quickstart_runs_offline_from_the_embedded_sample():
     """The main job's command is in CI and its data is in the clone."""
     assert "python -m spacy project run all ." in ci_commands()
     sample = ROOT / "assets" / "sample"
-    for name in ["UD_English-EWT/en_ewt-ud-train.conllu", "UD_English-EWT/en_ewt-ud-dev.conllu",
-                 "UNER_English-EWT/en_ewt-ud-train.iob2", "UNER_English-EWT/en_ewt-ud-dev.iob2"]:
+    for name in [
+        "UD_English-EWT/en_ewt-ud-train.conllu",
+        "UD_English-EWT/en_ewt-ud-dev.conllu",
+        "UNER_English-EWT/en_ewt-ud-train.iob2",
+        "UNER_English-EWT/en_ewt-ud-dev.iob2",
+    ]:
         assert (sample / name).stat().st_size > 10_000, name
     assert "Attribution-ShareAlike 4.0" in (sample / "LICENSE.txt").read_text()
     assert "test" not in {p.stem.split("-")[-1] for p in sample.rglob("*") if p.is_file()}

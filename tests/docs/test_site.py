@@ -2,6 +2,7 @@
 warning: broken links and anchors, pages left out of the nav, and
 docstrings that mkdocstrings cannot render (the settings tables of the
 factories and architectures) all fail it."""
+
 import importlib.util
 import os
 import subprocess
@@ -16,9 +17,22 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed (the docs extra)")
 def test_docs_build_strict_without_warnings(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "--config-file", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--clean",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},  # mkdocs-material's banner about its successor
     )
     output = result.stdout + result.stderr
@@ -50,12 +64,20 @@ def flat(section: dict, prefix: str = "") -> dict:
 
 # settings of the 0.x entity target that crf_tagger still accepts (deprecated):
 # in its filled config, left out of its page
-DEPRECATED = {"crf_tagger": {"store_entity_probs", "ents_threshold", "candidates_key", "candidates_threshold",
-                             "incorrect_spans_key"}}
+DEPRECATED = {
+    "crf_tagger": {
+        "store_entity_probs",
+        "ents_threshold",
+        "candidates_key",
+        "candidates_threshold",
+        "incorrect_spans_key",
+    }
+}
 
 
-@pytest.mark.parametrize("page,factory", [("tagger.md", "crf_tagger"), ("morphologizer.md", "crf_morphologizer"),
-                                          ("ner.md", "crf_ner")])
+@pytest.mark.parametrize(
+    "page,factory", [("tagger.md", "crf_tagger"), ("morphologizer.md", "crf_morphologizer"), ("ner.md", "crf_ner")]
+)
 def test_the_config_of_each_component_page_is_the_factorys_defaults(page, factory):
     """Each component page writes out its factory's defaults: what
     `nlp.add_pipe(factory)` builds, setting by setting."""

@@ -1,6 +1,7 @@
 """spacy_crf.CharCNN.v2 and HashCharEmbed.v5: the CNN equals a plain torch
 reference word by word (outputs and every gradient), its Numba loops equal
 Thinc's code in prediction and training; odd input, training, saving and loading."""
+
 import numpy
 import pytest
 import spacy

@@ -3,6 +3,7 @@ of its parts' scores plus its bias (equal to a full linear layer whose label
 weights are those sums, outputs and gradients), the labels' parts per target,
 the overfitting-IO test of crf_morphologizer with weights-equal round trips, the inference copies,
 and the coded errors."""
+
 import pytest
 import spacy
 import srsly
@@ -128,7 +129,11 @@ def test_label_parts_per_target():
     names = ["Case=Nom", "Number=Plur", "POS=NOUN", "POS=PUNCT", "POS=VERB"]
     assert label_parts(MORPH_TARGETS["pos+morph"], labels) == [[0, 1, 2], [3], [1, 4]]
     assert label_parts(MORPH_TARGETS["morph"], ["Case=Nom|Number=Plur", "_", "Number=Sing"]) == [[0, 1], [], [2]]
-    assert label_parts(TOKEN_TARGETS["tag+pos"], ["NNS|NOUN", "NN|NOUN", "VB|VERB"]) == [[3, 0], [2, 0], [4, 1]]  # POS=NOUN, POS=VERB, TAG=NN, TAG=NNS, TAG=VB
+    assert label_parts(TOKEN_TARGETS["tag+pos"], ["NNS|NOUN", "NN|NOUN", "VB|VERB"]) == [
+        [3, 0],
+        [2, 0],
+        [4, 1],
+    ]  # POS=NOUN, POS=VERB, TAG=NN, TAG=NNS, TAG=VB
     ids = label_parts(MORPH_TARGETS["pos+morph"], labels)
     assert [sorted(names[i] for i in label) for label in ids] == [sorted(label.split("|")) for label in labels]
     assert label_parts(TOKEN_TARGETS["tag"], ["NN", "VB"]) is None
@@ -168,7 +173,9 @@ def test_the_parts_are_the_labels_upos_and_features(trained, tmp_path):
 def test_parts_follow_labels_given_in_any_order():
     nlp = make_nlp(model=COMPOSED, factory="crf_morphologizer")
     examples = morph_examples(nlp)
-    found = sorted({f"{m}|POS={p}" if m else f"POS={p}" for _, pos, morphs in MORPH_SENTENCES for p, m in zip(pos, morphs)})
+    found = sorted(
+        {f"{m}|POS={p}" if m else f"POS={p}" for _, pos, morphs in MORPH_SENTENCES for p, m in zip(pos, morphs)}
+    )
     labels = [MORPH_TARGETS["pos+morph"].expand_label(label)[0] for label in reversed(found)]
     nlp.get_pipe("crf_morphologizer").initialize(lambda: examples, nlp=nlp, labels=labels)
     tagger = nlp.get_pipe("crf_morphologizer")
@@ -176,7 +183,9 @@ def test_parts_follow_labels_given_in_any_order():
     assert_parts_are_the_labels_upos_and_features(tagger)
 
 
-@pytest.mark.parametrize("factory,target,data", [("crf_morphologizer", "morph", "morph"), ("crf_tagger", "tag+pos", "joint")])
+@pytest.mark.parametrize(
+    "factory,target,data", [("crf_morphologizer", "morph", "morph"), ("crf_tagger", "tag+pos", "joint")]
+)
 def test_composed_emissions_train_other_targets(factory, target, data):
     fix_random_seed(0)
     nlp = make_nlp(model={**COMPOSED, "transitions": "full"}, factory=factory, target=target)
@@ -268,7 +277,10 @@ def test_a_file_saved_before_emissions_existed(trained):
 
 def test_v2_is_v3_with_full_emissions():
     structures = []
-    for model in ({**COMPOSED, "@architectures": "spacy_crf.BiLSTMCRF.v2", "emissions": None}, {**COMPOSED, "emissions": "full"}):
+    for model in (
+        {**COMPOSED, "@architectures": "spacy_crf.BiLSTMCRF.v2", "emissions": None},
+        {**COMPOSED, "emissions": "full"},
+    ):
         model = {k: v for k, v in model.items() if v is not None}
         nlp = make_nlp(model=model, factory="crf_morphologizer")
         nlp.initialize(get_examples=lambda nlp=nlp: morph_examples(nlp))

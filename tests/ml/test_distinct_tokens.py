@@ -1,5 +1,6 @@
 """per_distinct_token: predict once per distinct token key, the same vectors
 as running every token, for every HashCharEmbed version and input kind."""
+
 import numpy
 import pytest
 import spacy

@@ -1,4 +1,5 @@
 """spacy_crf.HashCharEmbed.v2 and its known-word list (min_count, word_dropout)."""
+
 import numpy
 import pytest
 import spacy

@@ -1,5 +1,6 @@
 """The batched feature layers equal spaCy's per-doc FeatureExtractor and
 CharacterEmbed: outputs, gradients (spaCy's and the exact sum), odd input."""
+
 import numpy
 import pytest
 import spacy

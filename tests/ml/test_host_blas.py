@@ -1,4 +1,5 @@
 """on_host_blas: the embedding's matrix products on numpy's BLAS, same results."""
+
 import numpy
 import spacy
 from spacy.training import Example
@@ -35,9 +36,7 @@ def test_outputs_and_gradients_equal_blis():
     for node_blis, node_host in zip(blis.walk(), host.walk()):
         for name in node_blis.param_names:
             if node_blis.has_grad(name):
-                numpy.testing.assert_allclose(
-                    node_host.get_grad(name), node_blis.get_grad(name), rtol=1e-5, atol=1e-5
-                )
+                numpy.testing.assert_allclose(node_host.get_grad(name), node_blis.get_grad(name), rtol=1e-5, atol=1e-5)
 
 
 def test_other_ops_are_left_alone():

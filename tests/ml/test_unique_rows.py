@@ -1,4 +1,5 @@
 """unique_rows: with_array's results, computed once per distinct row."""
+
 import numpy
 import pytest
 from thinc.api import Maxout, NumpyOps, with_array
@@ -65,9 +66,7 @@ def test_outputs_and_gradients_equal_with_array():
     # And so is every parameter gradient.
     for node_plain, node_grouped in zip(plain.walk(), grouped.walk()):
         for name in node_plain.grad_names:
-            assert numpy.allclose(
-                node_plain.get_grad(name), node_grouped.get_grad(name), atol=1e-5
-            ), name
+            assert numpy.allclose(node_plain.get_grad(name), node_grouped.get_grad(name), atol=1e-5), name
 
 
 def test_loads_a_with_array_model():

@@ -2,6 +2,7 @@
 nn.LSTM over packed rows: same outputs and gradients, any lengths and depth;
 the buckets are the cheapest cut of the cost model; the network's two ways
 give the same scores."""
+
 import itertools
 
 import numpy
@@ -81,7 +82,9 @@ def test_outputs_and_gradients_equal_the_packed_lstm(lengths, depth, dtype, tole
     assert torch.allclose(ours, expected, atol=tolerance, rtol=0)
     weights = torch.randn_like(ours)
     wrt = [inputs, *lstm.parameters()]
-    for a, b in zip(torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)):
+    for a, b in zip(
+        torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)
+    ):
         assert torch.allclose(a, b, atol=10 * tolerance, rtol=0)
 
 
@@ -234,7 +237,9 @@ def test_tokens_without_padding_give_the_padded_outputs_and_gradients(lengths, d
     assert torch.allclose(ours, expected, atol=1e-12, rtol=0)
     weights = torch.randn_like(ours)
     wrt = [tokens, *lstm.parameters()]
-    for a, b in zip(torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)):
+    for a, b in zip(
+        torch.autograd.grad((expected * weights).sum(), wrt), torch.autograd.grad((ours * weights).sum(), wrt)
+    ):
         assert torch.allclose(a, b, atol=1e-11, rtol=0)
 
 

@@ -1,4 +1,5 @@
 """Hard transition constraints: exact zero probability for invalid sequences."""
+
 import itertools
 
 import pytest
@@ -47,7 +48,9 @@ def test_none_allows_everything_and_errors():
 def constrain(scores, labels, scheme):
     trans, start, end = (torch.from_numpy(m) for m in allowed_transitions(labels, scheme))
     neg = lambda x, ok: torch.where(ok, x, torch.full_like(x, NEG_INF))  # noqa: E731
-    return CRFScores(scores.emissions, scores.mask, neg(scores.transitions, trans), neg(scores.start, start), neg(scores.end, end))
+    return CRFScores(
+        scores.emissions, scores.mask, neg(scores.transitions, trans), neg(scores.start, start), neg(scores.end, end)
+    )
 
 
 @pytest.mark.parametrize("labels,scheme", [(BIO, "BIO"), (BILUO, "BILUO")])

@@ -1,6 +1,7 @@
 """The CRF maths (the torch reference, spacy_crf.nn.crf) against brute-force
 enumeration of every label path. tests/nn/test_triton_crf.py tests the kernels
 against it."""
+
 import math
 
 import pytest
@@ -64,9 +65,7 @@ def test_nll_equals_brute_force(seed, lengths, n_labels):
         if length == 0:
             assert nll[b] == 0
             continue
-        expected = brute_log_z(scores, b, length) - brute_score(
-            scores, b, tags[b, :length].tolist()
-        )
+        expected = brute_log_z(scores, b, length) - brute_score(scores, b, tags[b, :length].tolist())
         assert float(nll[b]) == pytest.approx(expected, abs=1e-9)
         assert float(nll[b]) >= 0
 
@@ -88,9 +87,7 @@ def test_partial_label_nll_equals_brute_force(seed, lengths, n_labels):
         if length == 0:
             assert nll[b] == 0
             continue
-        expected = brute_log_z(scores, b, length) - brute_log_z(
-            scores, b, length, allowed
-        )
+        expected = brute_log_z(scores, b, length) - brute_log_z(scores, b, length, allowed)
         assert float(nll[b]) == pytest.approx(expected, abs=1e-9)
 
 
@@ -122,7 +119,9 @@ def test_grouped_label_nll_equals_brute_force(seed, lengths, n_labels):
             return True
 
         values = [brute_score(scores, b, path) for path in all_paths(length, n_labels) if agrees(path)]
-        expected += brute_log_z(scores, b, length) - float(torch.logsumexp(torch.tensor(values, dtype=torch.float64), 0))
+        expected += brute_log_z(scores, b, length) - float(
+            torch.logsumexp(torch.tensor(values, dtype=torch.float64), 0)
+        )
     assert float(loss) == pytest.approx(expected, abs=1e-9)
 
 
@@ -216,9 +215,7 @@ def test_gradcheck_nll(partial):
     )
 
     def loss(emissions, transitions, start, end):
-        return negative_log_likelihood(
-            CRFScores(emissions, scores.mask, transitions, start, end), allowed
-        )
+        return negative_log_likelihood(CRFScores(emissions, scores.mask, transitions, start, end), allowed)
 
     assert torch.autograd.gradcheck(loss, inputs)
 
@@ -229,9 +226,7 @@ def test_emission_gradient_is_marginals_minus_gold():
     scores = random_batch(2, lengths, K)
     tags = torch.tensor([[0, 2, 1], [1, 1, 0]])
     emissions = scores.emissions.clone().requires_grad_(True)
-    nll = negative_log_likelihood(
-        CRFScores(emissions, *scores[1:]), allowed_from_tags(tags, K)
-    )
+    nll = negative_log_likelihood(CRFScores(emissions, *scores[1:]), allowed_from_tags(tags, K))
     (grad,) = torch.autograd.grad(nll.sum(), emissions)
     for b, length in enumerate(lengths):
         log_z = brute_log_z(scores, b, length)

@@ -2,6 +2,7 @@
 enumeration and against the dense reference (crf.py) on the same scores:
 log Z and its gradient (to the factors), the partial-label NLL, marginals,
 forward-backward, Viterbi and n-best, with lengths 0 and 1 and padding."""
+
 import pytest
 import torch
 

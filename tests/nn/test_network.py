@@ -1,4 +1,5 @@
 """The torch network: its own packing equals torch's, and padding changes nothing."""
+
 import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -16,9 +17,7 @@ def _batch(lengths, width=6, seed=0):
     return inputs, lengths
 
 
-@pytest.mark.parametrize(
-    "lengths", [[1], [3, 3, 3], [5, 1, 3, 5, 2], [2, 7, 7, 1, 4, 7, 3], [9, 1, 1]]
-)
+@pytest.mark.parametrize("lengths", [[1], [3, 3, 3], [5, 1, 3, 5, 2], [2, 7, 7, 1, 4, 7, 3], [9, 1, 1]])
 def test_packing_rows_match_torch(lengths):
     inputs, lengths = _batch(lengths)
     B, T, _ = inputs.shape
@@ -31,9 +30,7 @@ def test_packing_rows_match_torch(lengths):
 
 def _reference_emissions(network, inputs, lengths):
     """The same network run through torch's pack_padded / pad_packed."""
-    packed = pack_padded_sequence(
-        inputs, lengths.clamp(min=1), batch_first=True, enforce_sorted=False
-    )
+    packed = pack_padded_sequence(inputs, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
     output, _ = network.lstm(packed)
     hidden, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.shape[1])
     return network.emission(hidden)

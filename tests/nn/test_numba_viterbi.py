@@ -2,6 +2,7 @@
 enumeration and against the torch code on the same scores: full and
 factored transitions, float32 and float64, lengths 0 and 1, padding,
 constraints, ties, and what dispatch picks."""
+
 import numpy
 import pytest
 import torch
@@ -108,7 +109,9 @@ def test_ties_pick_the_torch_codes_labels(factor, K):
         if factor:
             classes = torch.tensor([0, 1, 1, 2, 0, 2])
             pair, leave, enter = (torch.randint(-1, 2, shape, generator=gen).float() for shape in [(3, 3), (K,), (K,)])
-            scores = CRFScores(emissions, mask, factored.factored_transitions(pair, leave, enter, classes), start, end, classes)
+            scores = CRFScores(
+                emissions, mask, factored.factored_transitions(pair, leave, enter, classes), start, end, classes
+            )
             reference = factored.viterbi_decode(scores)
         else:
             transitions = torch.randint(-1, 2, (K, K), generator=gen).float()
@@ -132,8 +135,14 @@ def test_constraints_are_kept():
 
 def test_empty_batch_and_no_steps():
     for B, T in [(0, 3), (2, 0), (0, 0)]:
-        scores = CRFScores(torch.zeros(B, T, 3), torch.zeros(B, T, dtype=torch.bool), torch.zeros(3, 3),
-                           torch.zeros(3), torch.zeros(3), None)
+        scores = CRFScores(
+            torch.zeros(B, T, 3),
+            torch.zeros(B, T, dtype=torch.bool),
+            torch.zeros(3, 3),
+            torch.zeros(3),
+            torch.zeros(3),
+            None,
+        )
         paths, best = numba_viterbi.viterbi_decode(scores)
         assert paths.shape == (B, T) and best.shape == (B,)
 
@@ -240,9 +249,12 @@ def test_factored_ties_by_rounding_go_back_as_the_torch_code():
     pair = torch.tensor([[0.0, 5.0], [0.0, -50.0]])
     transitions = factored.factored_transitions(pair, torch.zeros(3), torch.zeros(3), classes)
     first = torch.tensor(0.001)
-    emissions = torch.tensor([[[float(first), float(torch.nextafter(first, torch.tensor(1.0))), -50.0],
-                               [0.0, 0.0, 0.0]]])
-    scores = CRFScores(emissions, torch.ones(1, 2, dtype=torch.bool), transitions, torch.zeros(3), torch.zeros(3), classes)
+    emissions = torch.tensor(
+        [[[float(first), float(torch.nextafter(first, torch.tensor(1.0))), -50.0], [0.0, 0.0, 0.0]]]
+    )
+    scores = CRFScores(
+        emissions, torch.ones(1, 2, dtype=torch.bool), transitions, torch.zeros(3), torch.zeros(3), classes
+    )
     reference = factored.viterbi_decode(scores)
     assert reference[0].tolist() == [[0, 2]]
     for paths, best in (numba_viterbi.viterbi_decode(scores), numba_viterbi.viterbi_decode_packed(packed_from(scores))):
@@ -331,16 +343,25 @@ def test_near_ties_in_float32_decode_as_the_torch_code(factor):
     gen = torch.Generator().manual_seed(4)
     for _ in range(200):
         K, B, T = 7, 3, 5
-        emissions = (torch.randint(-2, 3, (B, T, K), generator=gen).float() * 0.001 + 0.001
-                     + torch.randint(0, 3, (B, T, K), generator=gen).float() * 1e-10)
+        emissions = (
+            torch.randint(-2, 3, (B, T, K), generator=gen).float() * 0.001
+            + 0.001
+            + torch.randint(0, 3, (B, T, K), generator=gen).float() * 1e-10
+        )
         mask = torch.arange(T) < torch.randint(0, T + 1, (B,), generator=gen)[:, None]
         if factor:
             classes = torch.randint(0, 3, (K,), generator=gen)
             classes[:3] = torch.arange(3)
             pair = torch.randint(-3, 4, (3, 3), generator=gen).float() * 0.5
             leave, enter = (torch.randint(-1, 2, (K,), generator=gen).float() * 1e-3 for _ in range(2))
-            scores = CRFScores(emissions, mask, factored.factored_transitions(pair, leave, enter, classes),
-                               torch.zeros(K), torch.zeros(K), classes)
+            scores = CRFScores(
+                emissions,
+                mask,
+                factored.factored_transitions(pair, leave, enter, classes),
+                torch.zeros(K),
+                torch.zeros(K),
+                classes,
+            )
             reference = factored.viterbi_decode(scores)
         else:
             transitions = torch.randint(-3, 4, (K, K), generator=gen).float() * 0.5

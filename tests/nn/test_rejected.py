@@ -1,6 +1,7 @@
 """The partial-label likelihood without rejected spans (spacy_crf.nn.rejected)
 against brute-force enumeration of every label path, for every tag scheme,
 with and without constraints, with padding and lengths 0 and 1."""
+
 import itertools
 import math
 import random
@@ -83,7 +84,12 @@ def random_case(seed, scheme, n_types, lengths, constrained):
 CASES = [
     (seed, scheme, n_types, lengths, constrained)
     for seed, (scheme, n_types, lengths, constrained) in enumerate(
-        [(scheme, n, lengths, c) for scheme in SCHEMES for n, lengths in [(1, [4, 1, 3]), (2, [3, 0, 2]), (1, [1]), (1, [5])] for c in (False, True)]
+        [
+            (scheme, n, lengths, c)
+            for scheme in SCHEMES
+            for n, lengths in [(1, [4, 1, 3]), (2, [3, 0, 2]), (1, [1]), (1, [5])]
+            for c in (False, True)
+        ]
     )
 ]
 
@@ -91,7 +97,9 @@ CASES = [
 @pytest.mark.parametrize("seed,scheme,n_types,lengths,constrained", CASES)
 def test_equals_brute_force(seed, scheme, n_types, lengths, constrained):
     scores, allowed, spans, patterns = random_case(seed, scheme, n_types, lengths, constrained)
-    result = log_partition_without(scores, allowed, torch.tensor(spans, dtype=torch.long).view(-1, 4), torch.tensor(patterns))
+    result = log_partition_without(
+        scores, allowed, torch.tensor(spans, dtype=torch.long).view(-1, 4), torch.tensor(patterns)
+    )
     for b, n in enumerate(lengths):
         if n == 0:
             assert float(result[b]) == 0.0
@@ -117,7 +125,9 @@ def test_gradient_matches_finite_differences(scheme):
     spans_t = torch.tensor(spans + [(0, 0, 1, 0)], dtype=torch.long)
 
     def run(emissions, transitions):
-        return log_partition_without(scores._replace(emissions=emissions, transitions=transitions), allowed, spans_t, torch.tensor(patterns))
+        return log_partition_without(
+            scores._replace(emissions=emissions, transitions=transitions), allowed, spans_t, torch.tensor(patterns)
+        )
 
     leaves = (scores.emissions.clone().requires_grad_(True), scores.transitions.clone().requires_grad_(True))
     assert torch.autograd.gradcheck(run, leaves, eps=1e-6, atol=1e-5)
@@ -127,7 +137,9 @@ def test_duplicates_and_impossible_spans_change_nothing():
     scores, allowed, _, patterns = random_case(7, "BILUO", 1, [4], False)
     patterns_t = torch.tensor(patterns)
     once = log_partition_without(scores, allowed, torch.tensor([[0, 1, 2, 0]]), patterns_t)
-    twice = log_partition_without(scores, allowed, torch.tensor([[0, 1, 2, 0], [0, 1, 2, 0], [0, 3, 7, 0], [5, 0, 0, 0]]), patterns_t)
+    twice = log_partition_without(
+        scores, allowed, torch.tensor([[0, 1, 2, 0], [0, 1, 2, 0], [0, 3, 7, 0], [5, 0, 0, 0]]), patterns_t
+    )
     assert torch.allclose(once, twice)
     with pytest.raises(ValueError, match="spans must be"):
         log_partition_without(scores, allowed, torch.zeros(2, 3, dtype=torch.long), patterns_t)

@@ -1,5 +1,6 @@
 """Exact entity span posteriors (spacy_crf/nn/spans.py) against brute-force
 enumeration of every path, and their per-doc answers (CRFBatch, DocScores)."""
+
 import itertools
 import math
 
@@ -64,10 +65,7 @@ def path_probs(scores, row, length, allowed=None):
     probs = torch.exp(values - torch.logsumexp(values, 0)).tolist()
     if allowed is not None:
         transitions, start, end = allowed
-        valid = [
-            start[p[0]] and end[p[-1]] and all(transitions[a, b] for a, b in zip(p, p[1:]))
-            for p in paths
-        ]
+        valid = [start[p[0]] and end[p[-1]] and all(transitions[a, b] for a, b in zip(p, p[1:])) for p in paths]
         assert sum(pr for pr, ok in zip(probs, valid) if not ok) < 1e-12
         paths = [p for p, ok in zip(paths, valid) if ok]
         probs = [pr for pr, ok in zip(probs, valid) if ok]
@@ -102,13 +100,17 @@ def test_span_probabilities_match_brute_force(scheme, constrained, types, length
                 found = {(s.start, s.end - 1, s.label_) for s in tags_to_spans(doc, [labels[y] for y in path], scheme)}
                 mine = {
                     (i, j, types[x])
-                    for i in range(n) for j in range(i, n) for x in range(len(types))
+                    for i in range(n)
+                    for j in range(i, n)
+                    for x in range(len(types))
                     if matches(path, i, j, patterns[x].tolist())
                 }
                 assert found == mine, [labels[y] for y in path]
             expected_count[row] += prob * sum(
                 matches(path, i, j, patterns[x].tolist())
-                for i in range(n) for j in range(i, n) for x in range(len(types))
+                for i in range(n)
+                for j in range(i, n)
+                for x in range(len(types))
             )
         for k, (b, i, j, x) in enumerate(spans):
             if b != row:
@@ -310,9 +312,7 @@ def test_doc_scores_span_probabilities_join_windows(ner_nlp):
         assert numpy.array_equal(a.given, b.given) and a.found == b.found
     # windows of 4 tokens: each window scored alone, as its own doc
     window = 4
-    windowed = DocScores(tagger.model, docs, window=window).span_probabilities(
-        patterns, spans, threshold=threshold
-    )
+    windowed = DocScores(tagger.model, docs, window=window).span_probabilities(patterns, spans, threshold=threshold)
     for doc, doc_spans, result in zip(docs, spans, windowed):
         if len(doc) <= window:
             reference = DocScores(tagger.model, [doc]).span_probabilities(patterns, [doc_spans], threshold=threshold)[0]
@@ -326,7 +326,8 @@ def test_doc_scores_span_probabilities_join_windows(ner_nlp):
             part = doc[begin : begin + window].as_doc()
             inside = [k for k, (s, e, _) in enumerate(doc_spans) if begin <= s and e <= begin + len(part)]
             answer = tagger.model.predict([part]).span_probabilities(
-                patterns, [[(doc_spans[k][0] - begin, doc_spans[k][1] - begin, doc_spans[k][2]) for k in inside]],
+                patterns,
+                [[(doc_spans[k][0] - begin, doc_spans[k][1] - begin, doc_spans[k][2]) for k in inside]],
                 threshold=threshold,
             )[0]
             expected[inside] = answer.given

@@ -8,6 +8,7 @@ and run on the GPU, and the `gpu` tests compare them with the torch code at
 the benchmark's shapes. The kernels run through spacy_crf.nn's functions with
 kernels="triton" (on CPU tensors too); the reference is spacy_crf.nn.crf.
 """
+
 import os
 import subprocess
 import sys
@@ -80,7 +81,13 @@ def partial_labels(seed, scores):
     gen = torch.Generator().manual_seed(seed)
     emissions, mask, transitions, start, end = scores[:5]
     B, T, K = emissions.shape
-    noise = CRFScores(torch.randn(B, T, K, generator=gen, dtype=torch.float64), mask, transitions.double(), start.double(), end.double())
+    noise = CRFScores(
+        torch.randn(B, T, K, generator=gen, dtype=torch.float64),
+        mask,
+        transitions.double(),
+        start.double(),
+        end.double(),
+    )
     tags, _ = crf.viterbi_decode(to(noise, "cpu"))
     unknown = torch.rand(B, T, generator=gen) < 0.5
     excluded = (tags + 1 + torch.randint(max(K - 1, 1), (B, T), generator=gen)) % K
@@ -103,7 +110,12 @@ def kernel_results(scores, allowed, weights):
     assert dispatch.use_kernels(kernel.emissions, kernels="triton")
     nll = negative_log_likelihood(kernel, allowed.to(DEVICE), kernels="triton")
     grads = torch.autograd.grad((nll * weights.to(DEVICE)).sum(), leaves)
-    return nll.detach().cpu(), [g.cpu() for g in grads], log_partition(kernel, kernels="triton").detach().cpu(), marginals(kernel, kernels="triton").cpu()
+    return (
+        nll.detach().cpu(),
+        [g.cpu() for g in grads],
+        log_partition(kernel, kernels="triton").detach().cpu(),
+        marginals(kernel, kernels="triton").cpu(),
+    )
 
 
 def assert_close(got, expected, *, scale=1.0, rtol=2e-6, atol=0.0):
@@ -247,7 +259,9 @@ def test_empty_batches():
         assert torch.equal(log_partition(scores, kernels="triton").cpu(), torch.zeros(B))
     scores = to(random_scores(1, [0, 0, 0], 5, T=4))
     emissions = scores.emissions.clone().requires_grad_(True)
-    nll = negative_log_likelihood(CRFScores(emissions, *scores[1:]), torch.ones_like(emissions, dtype=torch.bool), kernels="triton")
+    nll = negative_log_likelihood(
+        CRFScores(emissions, *scores[1:]), torch.ones_like(emissions, dtype=torch.bool), kernels="triton"
+    )
     assert torch.equal(nll.cpu(), torch.zeros(3))
     nll.sum().backward()
     assert torch.all(emissions.grad == 0)
@@ -278,7 +292,13 @@ def test_the_switch_picks_kernels_or_torch():
     assert not dispatch.use_kernels(cpu, kernels="torch")
     assert not dispatch.use_kernels(cpu, kernels="auto")  # CPU tensors run the torch code by default
     assert dispatch.use_kernels(cpu, kernels="triton") == (DEVICE == "cpu")  # the interpreter is on without CUDA
-    for unsupported in (cpu.double(), torch.zeros(2, 3, 129), torch.zeros(2, 0, 4), torch.zeros(0, 3, 4), torch.zeros(2, 3, 4, device="meta")):
+    for unsupported in (
+        cpu.double(),
+        torch.zeros(2, 3, 129),
+        torch.zeros(2, 0, 4),
+        torch.zeros(0, 3, 4),
+        torch.zeros(2, 3, 4, device="meta"),
+    ):
         assert not dispatch.use_kernels(unsupported, kernels="triton")
     scores = CRFScores(cpu, torch.ones(2, 3, dtype=torch.bool), torch.zeros(4, 4), torch.zeros(4), torch.zeros(4))
     with pytest.raises(ValueError, match=r"kernels must be one of auto, torch, triton, numba, got 'cuda'"):

@@ -6,6 +6,7 @@ dispatch that sends factored CUDA batches of any K to it.
 Without CUDA the kernel runs on CPU tensors through Triton's interpreter
 (tests/conftest.py turns it on before Triton is imported); with CUDA the
 `gpu` test runs it compiled at a morphological tagger's shape."""
+
 import os
 
 import pytest
@@ -132,7 +133,10 @@ def test_cuda_kernel_at_a_morphological_taggers_shape():
 def gradients(run, scores):
     """log Z of `run` and its gradient to the emissions, the dense matrix,
     start and end (with random weights per sequence)."""
-    leaves = [x.detach().clone().requires_grad_(True) for x in (scores.emissions, scores.transitions, scores.start, scores.end)]
+    leaves = [
+        x.detach().clone().requires_grad_(True)
+        for x in (scores.emissions, scores.transitions, scores.start, scores.end)
+    ]
     batch = scores._replace(emissions=leaves[0], transitions=leaves[1], start=leaves[2], end=leaves[3])
     log_z = run(batch)
     weights = torch.linspace(0.5, 1.5, log_z.shape[0], device=log_z.device)
@@ -144,7 +148,9 @@ def assert_as_close_as_the_torch_code(got, scores, reference):
     """float32 results over long sequences: the kernels' distance from
     float64 torch code is at most a few times the float32 torch code's own
     (marginals of 60 tokens: both about 1e-4 from float64)."""
-    exact = reference(scores._replace(**{n: getattr(scores, n).double() for n in ("emissions", "transitions", "start", "end")}))
+    exact = reference(
+        scores._replace(**{n: getattr(scores, n).double() for n in ("emissions", "transitions", "start", "end")})
+    )
     exact = exact.cpu()
     ours = (got.double().cpu() - exact).abs().max().item()
     torch32 = (reference(scores).double().cpu() - exact).abs().max().item()
@@ -154,14 +160,19 @@ def assert_as_close_as_the_torch_code(got, scores, reference):
 def test_long_sequences_round_like_the_torch_code():
     scores = many_labels(1, [60, 0, 45, 30], 300, 17)
     assert_as_close_as_the_torch_code(triton_factored.marginals(on_device(scores)), scores, factored.marginals)
-    assert_as_close_as_the_torch_code(triton_factored.log_partition(on_device(scores)).detach(), scores, factored.log_partition)
+    assert_as_close_as_the_torch_code(
+        triton_factored.log_partition(on_device(scores)).detach(), scores, factored.log_partition
+    )
 
 
 @pytest.mark.parametrize("seed,lengths,classes", CASES)
 def test_log_partition_and_its_gradient_equal_the_torch_code(seed, lengths, classes):
     scores, _ = factored_batch(seed, lengths, classes, dtype=torch.float32)
     got = gradients(triton_factored.log_partition, on_device(scores))
-    want = gradients(factored.log_partition, scores._replace(**{n: getattr(scores, n).double() for n in ("emissions", "transitions", "start", "end")}))
+    want = gradients(
+        factored.log_partition,
+        scores._replace(**{n: getattr(scores, n).double() for n in ("emissions", "transitions", "start", "end")}),
+    )
     for g, w in zip(got, want):
         assert torch.allclose(g.double(), w, atol=1e-4, rtol=1e-4)
 

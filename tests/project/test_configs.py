@@ -1,4 +1,5 @@
 """The shipped configs train with `spacy train` as they are."""
+
 import importlib
 
 import pytest
@@ -26,34 +27,51 @@ def test_shipped_configs_are_complete(config, tmp_path):
     assert shipped == filled
     nlp = spacy.util.load_model_from_config(spacy.util.load_config(CONFIGS / config))
     nlp.create_optimizer()  # what nlp.resume_training() does: no unresolved ${...}
-    assert nlp.pipe_names[-1] in ("crf_tagger", "crf_morphologizer", "crf_ner", "tagger", "morphologizer", "ner", "beam_ner")
+    assert nlp.pipe_names[-1] in (
+        "crf_tagger",
+        "crf_morphologizer",
+        "crf_ner",
+        "tagger",
+        "morphologizer",
+        "ner",
+        "beam_ner",
+    )
 
 
 @pytest.mark.slow
 def test_spacy_train_with_cpu_config(tmp_path):
     write_docbin(tmp_path / "train.spacy")
     run_spacy(
-        "train", str(CONFIGS / "cpu.cfg"),
-        "--output", str(tmp_path / "out"),
-        "--paths.train", str(tmp_path / "train.spacy"),
-        "--paths.dev", str(tmp_path / "train.spacy"),
-        "--training.max_steps", "30",
-        "--training.eval_frequency", "10",
+        "train",
+        str(CONFIGS / "cpu.cfg"),
+        "--output",
+        str(tmp_path / "out"),
+        "--paths.train",
+        str(tmp_path / "train.spacy"),
+        "--paths.dev",
+        str(tmp_path / "train.spacy"),
+        "--training.max_steps",
+        "30",
+        "--training.eval_frequency",
+        "10",
     )
     nlp = spacy.load(tmp_path / "out" / "model-last")
     doc = nlp("I like green ham .")
     labels = set(nlp.get_pipe("crf_tagger").labels)
     assert labels == {tag for _, tags in SENTENCES for tag in tags}
     assert all(token.tag_ in labels for token in doc)
-    output = run_spacy(
-        "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy")
-    )
+    output = run_spacy("evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"))
     assert "TAG" in output
 
 
-@pytest.mark.parametrize("factory,config", [
-    ("crf_tagger", "cpu.cfg"), ("crf_morphologizer", "cpu_morph.cfg"), ("crf_ner", "ner_cpu.cfg"),
-])
+@pytest.mark.parametrize(
+    "factory,config",
+    [
+        ("crf_tagger", "cpu.cfg"),
+        ("crf_morphologizer", "cpu_morph.cfg"),
+        ("crf_ner", "ner_cpu.cfg"),
+    ],
+)
 def test_each_factory_default_is_the_network_of_its_cpu_config(factory, config):
     """`nlp.add_pipe(factory)` gets the shipped CPU config's network."""
     shipped = Config().from_disk(CONFIGS / config, interpolate=False)["components"][factory]["model"]

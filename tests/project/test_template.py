@@ -3,6 +3,7 @@ a tiny Universal NER corpus, its packaged wheels in a fresh virtual
 environment, the benchmark harness (benchmarks/project.yml) parsed, and the
 harness's scripts. The morphologizer workflow and the harness's `morph`
 workflow: tests/benchmarks/test_harness_project.py."""
+
 import importlib
 import json
 import os
@@ -22,13 +23,31 @@ ROOT = Path(__file__).parents[2]
 PROJECT_FILES = ["project.yml", "configs", "scripts", "benchmarks"]
 
 SENTENCES = [
-    [("I", "PRON", "PRP"), ("like", "VERB", "VBP"), ("green", "ADJ", "JJ"), ("eggs", "NOUN", "NNS"), (".", "PUNCT", ".")],
+    [
+        ("I", "PRON", "PRP"),
+        ("like", "VERB", "VBP"),
+        ("green", "ADJ", "JJ"),
+        ("eggs", "NOUN", "NNS"),
+        (".", "PUNCT", "."),
+    ],
     [("Eat", "VERB", "VB"), ("blue", "ADJ", "JJ"), ("ham", "NOUN", "NN"), ("!", "PUNCT", ".")],
-    [("They", "PRON", "PRP"), ("do", "AUX", "VBP"), ("n't", "PART", "RB"), ("eat", "VERB", "VB"), ("ham", "NOUN", "NN")],
+    [
+        ("They", "PRON", "PRP"),
+        ("do", "AUX", "VBP"),
+        ("n't", "PART", "RB"),
+        ("eat", "VERB", "VB"),
+        ("ham", "NOUN", "NN"),
+    ],
 ]
 # the FEATS of each XPOS in SENTENCES, for crf_morphologizer
-FEATS = {"PRP": "PronType=Prs", "VBP": "Mood=Ind|Tense=Pres|VerbForm=Fin", "VB": "VerbForm=Inf",
-         "JJ": "Degree=Pos", "NNS": "Number=Plur", "NN": "Number=Sing"}
+FEATS = {
+    "PRP": "PronType=Prs",
+    "VBP": "Mood=Ind|Tense=Pres|VerbForm=Fin",
+    "VB": "VerbForm=Inf",
+    "JJ": "Degree=Pos",
+    "NNS": "Number=Plur",
+    "NN": "Number=Sing",
+}
 # (text, entities) for the rejected-spans experiment
 NER_DATA = [
     ("Anna lives in New York City", [(0, 4, "PER"), (14, 27, "LOC")]),
@@ -127,8 +146,11 @@ def unactivated_env():
 def test_timed_script_runs_python_with_its_own_interpreter(tmp_path):
     out = tmp_path / "time.json"
     code = "import sys, spacy; print(sys.executable)"
-    result = run([sys.executable, "-m", "benchmarks.timed", str(out), "--", "python", "-c", code],
-                 cwd=ROOT, env=unactivated_env())
+    result = run(
+        [sys.executable, "-m", "benchmarks.timed", str(out), "--", "python", "-c", code],
+        cwd=ROOT,
+        env=unactivated_env(),
+    )
     assert result.stdout.splitlines()[0] == sys.executable
     record = json.loads(out.read_text())
     assert record["train_seconds"] >= 0
@@ -176,9 +198,20 @@ def test_workflow_ner_trains_scores_and_packages_the_entity_recognizer(project):
 @pytest.mark.slow
 def test_missing_treebank_gives_a_clear_message(project, tmp_path):
     result = run(
-        [sys.executable, "-m", "spacy", "project", "run", "convert", ".",
-         "--vars.treebank_dir", str(tmp_path / "nowhere"), "--force"],
-        cwd=project, check=False,
+        [
+            sys.executable,
+            "-m",
+            "spacy",
+            "project",
+            "run",
+            "convert",
+            ".",
+            "--vars.treebank_dir",
+            str(tmp_path / "nowhere"),
+            "--force",
+        ],
+        cwd=project,
+        check=False,
     )
     assert result.returncode != 0
     output = result.stdout + result.stderr
@@ -281,7 +314,7 @@ def test_project_files_reference_existing_modules_configs_and_components(project
                 assert component in config["nlp"]["pipeline"], (name, component, configs[0])
         for dep in command.get("deps", []):
             assert dep.startswith(prefix), (name, dep)
-            path = dep[len(prefix):]
+            path = dep[len(prefix) :]
             if path.split("/")[0] in ("scripts", "configs", "benchmarks"):
                 assert (ROOT / path).exists(), (name, dep)
             else:
@@ -331,7 +364,9 @@ def test_accuracy_scripts_on_the_trained_model(project, monkeypatch, capsys):
     paired = run_script("benchmarks.paired_test", [model, model, dev], project, monkeypatch, capsys)
     assert paired["tokens"] == 28 and paired["only_a_right"] == paired["only_b_right"] == 0
     assert paired["acc_a"] == pytest.approx(100 * scores["tag_acc"], abs=0.01)
-    by_count = run_script("benchmarks.accuracy_by_frequency", [model, train, dev, "--top", "100"], project, monkeypatch, capsys)
+    by_count = run_script(
+        "benchmarks.accuracy_by_frequency", [model, train, dev, "--top", "100"], project, monkeypatch, capsys
+    )
     buckets = by_count["by_training_count"]
     # the dev sentences are training sentences: each word was seen 8 or 16 times
     assert buckets["unseen"]["share"] == buckets["once"]["share"] == 0
@@ -361,31 +396,48 @@ def test_results_table_names_ablations_by_their_overrides(tmp_path, capsys):
     (tmp_path / "configs" / "cpu.cfg").write_text("")
     for name, extra in [("cpu", []), ("cpu_depth2", ["--components.crf_tagger.model.depth", "2"])]:
         (tmp_path / "training" / name).mkdir(parents=True)
-        command = ["python", "-m", "spacy", "train", "configs/cpu.cfg", "--output", f"training/{name}",
-                   "--paths.train", "t.spacy", "--paths.dev", "d.spacy", *extra]
-        (tmp_path / "training" / name / "train_time.json").write_text(json.dumps({"train_seconds": 600, "command": command}))
+        command = [
+            "python",
+            "-m",
+            "spacy",
+            "train",
+            "configs/cpu.cfg",
+            "--output",
+            f"training/{name}",
+            "--paths.train",
+            "t.spacy",
+            "--paths.dev",
+            "d.spacy",
+            *extra,
+        ]
+        (tmp_path / "training" / name / "train_time.json").write_text(
+            json.dumps({"train_seconds": 600, "command": command})
+        )
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "cpu.json").write_text(json.dumps({"tag_acc": 0.9463}))
     (tmp_path / "metrics" / "cpu_depth2.json").write_text(json.dumps({"tag_acc": 0.947}))
     table = results_table(tmp_path, capsys)
     assert table[2] == "| crf_tagger, CPU config | `configs/cpu.cfg` | 94.63 | - | 10.0 min | - |"
-    assert table[3] == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
+    assert (
+        table[3]
+        == "| crf_tagger, CPU config, 2 BiLSTM layers | `configs/cpu.cfg` depth = 2 | 94.70 | - | 10.0 min | - |"
+    )
 
 
 def test_results_table_gives_the_settings_a_run_used(tmp_path, capsys):
     """A run trained before its config file changed, or with overrides, is
     shown with the settings of the config spaCy saved beside its model."""
     (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "cpu.cfg").write_text(
-        "[paths]\ntrain = null\n\n[model]\nword_dropout = 0.25\ndepth = 1\n"
-    )
+    (tmp_path / "configs" / "cpu.cfg").write_text("[paths]\ntrain = null\n\n[model]\nword_dropout = 0.25\ndepth = 1\n")
     for name, saved in [("cpu", "word_dropout = 0.05\ndepth = 1"), ("cpu_deep", "word_dropout = 0.25\ndepth = 2")]:
         (tmp_path / "training" / name / "model-best").mkdir(parents=True)
         (tmp_path / "training" / name / "model-best" / "config.cfg").write_text(
-            f"[paths]\ntrain = \"t.spacy\"\n\n[model]\n{saved}\n"
+            f'[paths]\ntrain = "t.spacy"\n\n[model]\n{saved}\n'
         )
         command = ["python", "-m", "spacy", "train", "configs/cpu.cfg", "--output", f"training/{name}"]
-        (tmp_path / "training" / name / "train_time.json").write_text(json.dumps({"train_seconds": None, "command": command}))
+        (tmp_path / "training" / name / "train_time.json").write_text(
+            json.dumps({"train_seconds": None, "command": command})
+        )
         (tmp_path / "metrics").mkdir(exist_ok=True)
         (tmp_path / "metrics" / f"{name}.json").write_text(json.dumps({"tag_acc": 0.95}))
     table = results_table(tmp_path, capsys)
@@ -403,14 +455,20 @@ def test_tag_dictionary_replaces_only_tags_a_frequent_word_never_had():
     from benchmarks.decoding_ablation import restrict_to_dictionary
 
     labels = ["DT", "NN", "VB", "NNP"]
-    dictionary = {"the": collections.Counter(DT=5), "run": collections.Counter(NN=2, VB=3), "Zed": collections.Counter(NNP=1)}
-    marginals = numpy.array([
-        [0.1, 0.6, 0.2, 0.1],  # "the": Viterbi NN, never seen -> DT, its only tag
-        [0.0, 0.3, 0.1, 0.6],  # "run": Viterbi NNP, never seen -> NN (0.3 beats VB's 0.1)
-        [0.0, 0.9, 0.0, 0.1],  # "Zed": seen once, below min_count: kept
-        [0.0, 0.5, 0.5, 0.0],  # unseen word: kept
-        [0.0, 0.2, 0.8, 0.0],  # "run" with a tag it had: kept
-    ])
+    dictionary = {
+        "the": collections.Counter(DT=5),
+        "run": collections.Counter(NN=2, VB=3),
+        "Zed": collections.Counter(NNP=1),
+    }
+    marginals = numpy.array(
+        [
+            [0.1, 0.6, 0.2, 0.1],  # "the": Viterbi NN, never seen -> DT, its only tag
+            [0.0, 0.3, 0.1, 0.6],  # "run": Viterbi NNP, never seen -> NN (0.3 beats VB's 0.1)
+            [0.0, 0.9, 0.0, 0.1],  # "Zed": seen once, below min_count: kept
+            [0.0, 0.5, 0.5, 0.0],  # unseen word: kept
+            [0.0, 0.2, 0.8, 0.0],  # "run" with a tag it had: kept
+        ]
+    )
     words = ["the", "run", "Zed", "blorp", "run"]
     viterbi = ["NN", "NNP", "NN", "VB", "VB"]
     assert restrict_to_dictionary(words, viterbi, marginals, labels, dictionary, 2) == ["DT", "NN", "NN", "VB", "VB"]
@@ -426,16 +484,35 @@ NOUN_NOM = "Case=Nom|Number=Sing|Person=3"
 VERB_PAST_1 = "Aspect=Perf|Mood=Ind|Number=Sing|Person=1|Polarity=Pos|Tense=Past"
 VERB_PAST_3 = "Aspect=Perf|Mood=Ind|Number=Sing|Person=3|Polarity=Pos|Tense=Past"
 TURKISH = [
-    [("1-2", "Evdeki", "_", "_"), ("1", "Evde", "NOUN", NOUN_LOC), ("2", "ki", "ADP", "_"),
-     ("3", "kitabı", "NOUN", NOUN_ACC), ("4", "okudum", "VERB", VERB_PAST_1), ("5", ".", "PUNCT", "_")],
-    [("1", "Ali", "PROPN", NOUN_NOM), ("2", "okula", "NOUN", "Case=Dat|Number=Sing|Person=3"),
-     ("3", "gitti", "VERB", VERB_PAST_3), ("4", ".", "PUNCT", "_")],
-    [("1-2", "Masadaki", "_", "_"), ("1", "Masada", "NOUN", NOUN_LOC), ("2", "ki", "ADP", "_"),
-     ("3", "kalem", "NOUN", NOUN_NOM), ("4", "kırmızı", "ADJ", "_"), ("5", ".", "PUNCT", "_")],
+    [
+        ("1-2", "Evdeki", "_", "_"),
+        ("1", "Evde", "NOUN", NOUN_LOC),
+        ("2", "ki", "ADP", "_"),
+        ("3", "kitabı", "NOUN", NOUN_ACC),
+        ("4", "okudum", "VERB", VERB_PAST_1),
+        ("5", ".", "PUNCT", "_"),
+    ],
+    [
+        ("1", "Ali", "PROPN", NOUN_NOM),
+        ("2", "okula", "NOUN", "Case=Dat|Number=Sing|Person=3"),
+        ("3", "gitti", "VERB", VERB_PAST_3),
+        ("4", ".", "PUNCT", "_"),
+    ],
+    [
+        ("1-2", "Masadaki", "_", "_"),
+        ("1", "Masada", "NOUN", NOUN_LOC),
+        ("2", "ki", "ADP", "_"),
+        ("3", "kalem", "NOUN", NOUN_NOM),
+        ("4", "kırmızı", "ADJ", "_"),
+        ("5", ".", "PUNCT", "_"),
+    ],
 ]
 # a dev sentence with one bundle that train lacks (a plural noun)
-TURKISH_UNSEEN = [("1", "Kitaplar", "NOUN", "Case=Nom|Number=Plur|Person=3"), ("2", "kırmızı", "ADJ", "_"),
-                  ("3", ".", "PUNCT", "_")]
+TURKISH_UNSEEN = [
+    ("1", "Kitaplar", "NOUN", "Case=Nom|Number=Plur|Person=3"),
+    ("2", "kırmızı", "ADJ", "_"),
+    ("3", ".", "PUNCT", "_"),
+]
 
 
 def morph_conllu(sentences):
@@ -464,6 +541,7 @@ def test_raw_text_tags_each_sentence_as_a_doc_of_its_own():
 
     name = "test_position_tagger"
     if name not in Language.factories:
+
         @Language.component(name)
         def position_tagger(doc):
             for token in doc:
@@ -508,22 +586,49 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "cpu_morph.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8},
         "cpu_morph-bundles.json": {"pos_acc": 0.9, "morph_acc": 0.85, "pos_morph_acc": 0.8, "words": 100},
         "cpu_morph-speed.json": {"words_per_second": 12345},
-        "cpu_morph-raw.json": {"gold_docs": {"pos_acc": 89.5, "morph_acc": 84.0}, "raw": {"pos_acc": 88.0, "morph_acc": 83.0}},
+        "cpu_morph-raw.json": {
+            "gold_docs": {"pos_acc": 89.5, "morph_acc": 84.0},
+            "raw": {"pos_acc": 88.0, "morph_acc": 83.0},
+        },
         "cpu_morph_full.json": {"pos_acc": 0.89, "morph_acc": 0.84},
         "cpu_morph_linear.json": {"pos_acc": 0.88, "morph_acc": 0.83},
         "baseline_pos.json": {"pos_acc": 0.91, "morph_acc": 0.8},
-        "paired_pos.json": {"tokens": 100, "acc_a": 90.0, "acc_b": 91.0, "only_a_right": 3, "only_b_right": 4, "mcnemar_chi2": 0.0},
-        "paired_morph.json": {"tokens": 100, "acc_a": 85.0, "acc_b": 80.0, "only_a_right": 9, "only_b_right": 4, "mcnemar_chi2": 1.23},
+        "paired_pos.json": {
+            "tokens": 100,
+            "acc_a": 90.0,
+            "acc_b": 91.0,
+            "only_a_right": 3,
+            "only_b_right": 4,
+            "mcnemar_chi2": 0.0,
+        },
+        "paired_morph.json": {
+            "tokens": 100,
+            "acc_a": 85.0,
+            "acc_b": 80.0,
+            "only_a_right": 9,
+            "only_b_right": 4,
+            "mcnemar_chi2": 1.23,
+        },
         "baseline_pos-bundles.json": {"pos_acc": 0.91, "morph_acc": 0.8, "pos_morph_acc": 0.75, "words": 100},
-        "unseen_bundles.json": {"unseen_rate": 1.5, "dev_words": 2000, "unseen_bundles": 7, "dev_bundles": 300, "train_bundles": 900},
+        "unseen_bundles.json": {
+            "unseen_rate": 1.5,
+            "dev_words": 2000,
+            "unseen_bundles": 7,
+            "dev_bundles": 300,
+            "train_bundles": 900,
+        },
     }
     for name, content in files.items():
         (metrics / name).write_text(json.dumps(content))
     (tmp_path / "training" / "morph" / "tr_x" / "baseline_pos").mkdir(parents=True)
-    (tmp_path / "training" / "morph" / "tr_x" / "baseline_pos" / "train_time.json").write_text(json.dumps({"train_seconds": 90}))
+    (tmp_path / "training" / "morph" / "tr_x" / "baseline_pos" / "train_time.json").write_text(
+        json.dumps({"train_seconds": 90})
+    )
     (tmp_path / "metrics" / "morph" / "hu_y").mkdir()
     lines = write_morph_tables(str(tmp_path / "metrics"))
-    assert lines[lines.index("### tr_x") + 2].startswith("Unseen UPOS+FEATS bundles: 1.50% of 2,000 dev words (7 of 300")
+    assert lines[lines.index("### tr_x") + 2].startswith(
+        "Unseen UPOS+FEATS bundles: 1.50% of 2,000 dev words (7 of 300"
+    )
     rows = [line for line in lines if "`configs/" in line]
     assert rows == [
         "| cpu_morph | `configs/cpu_morph.cfg` | 90.00 | 85.00 | 80.00 | 89.50 / 84.00 | 88.00 / 83.00 | - | 12,345 |",
@@ -532,7 +637,9 @@ def test_morph_table_reads_each_treebanks_files(tmp_path):
         "| baseline_pos | `configs/baseline_pos.cfg` | 91.00 | 80.00 | 75.00 | - | - | 1.5 min | - |",
     ]
     assert "| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |" in lines
-    assert lines.index("| UPOS | 100 | 90.00 | 91.00 | 3 | 4 | 0.00 |") < lines.index("| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |")
+    assert lines.index("| UPOS | 100 | 90.00 | 91.00 | 3 | 4 | 0.00 |") < lines.index(
+        "| FEATS | 100 | 85.00 | 80.00 | 9 | 4 | 1.23 |"
+    )
     assert (metrics / "table.md").exists() and (tmp_path / "metrics" / "morph" / "hu_y" / "table.md").exists()
 
 
@@ -568,10 +675,35 @@ def test_rejected_spans_experiment_runs_end_to_end(tmp_path):
     DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
     DocBin(docs=docs[:3]).to_disk(tmp_path / "dev.spacy")
     output = tmp_path / "result.json"
-    run([sys.executable, "-m", "benchmarks.rejected_spans", str(tmp_path / "train.spacy"), str(tmp_path / "dev.spacy"),
-         "--config", str(ROOT / "configs" / "ner.cfg"), "--annotated", "0.25", "--weak-steps", "4", "--steps", "4",
-         "--arms", "accepted", "accepted+rejected", "--start", start, "--seeds", *seeds,
-         "--workdir", str(tmp_path / "work"), "--output", str(output)], cwd=ROOT)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.rejected_spans",
+            str(tmp_path / "train.spacy"),
+            str(tmp_path / "dev.spacy"),
+            "--config",
+            str(ROOT / "configs" / "ner.cfg"),
+            "--annotated",
+            "0.25",
+            "--weak-steps",
+            "4",
+            "--steps",
+            "4",
+            "--arms",
+            "accepted",
+            "accepted+rejected",
+            "--start",
+            start,
+            "--seeds",
+            *seeds,
+            "--workdir",
+            str(tmp_path / "work"),
+            "--output",
+            str(output),
+        ],
+        cwd=ROOT,
+    )
     record = json.loads(output.read_text())
     assert record["train_docs"] == 12 and record["annotated_docs"] == 3 and record["answered_docs"] == 9
     assert record["start"] == start

@@ -1,6 +1,7 @@
 """The tools tree: the template's scripts/ and the benchmark harness's
 benchmarks/ do not import each other, and every module of either is run or
 imported somewhere (a project.yml, the docs, another module or a test)."""
+
 import ast
 import re
 from pathlib import Path
@@ -39,5 +40,7 @@ def test_every_tool_module_is_used():
                 continue
             name = path.stem
             own = path.read_text(encoding="utf8")
-            pattern = re.compile(rf"\b{folder}[./]{name}\b|from \.{name} import|from \. import {name}\b|\b{folder} import {name}\b")
+            pattern = re.compile(
+                rf"\b{folder}[./]{name}\b|from \.{name} import|from \. import {name}\b|\b{folder} import {name}\b"
+            )
             assert any(pattern.search(text) for text in texts if text is not own), f"{folder}/{name}.py is used nowhere"

@@ -1,4 +1,5 @@
 """scripts.train: spacy train with a step budget that keeps the schedule whole."""
+
 import json
 import os
 import subprocess
@@ -20,7 +21,9 @@ def test_no_budget_keeps_the_configs_own():
 
 def test_a_budget_sets_the_schedules_total_steps_where_there_is_one():
     assert budget_overrides(ROOT / "configs" / "cpu.cfg", 500) == {
-        "training.max_steps": 500, "training.optimizer.learn_rate.total_steps": 500}
+        "training.max_steps": 500,
+        "training.optimizer.learn_rate.total_steps": 500,
+    }
     # spaCy's baseline has a constant learning rate: only the steps change
     assert budget_overrides(ROOT / "configs" / "baseline.cfg", 500) == {"training.max_steps": 500}
 
@@ -31,10 +34,26 @@ def test_trains_with_the_budget_and_passes_other_overrides_on(tmp_path):
     write_docbin(corpus)
     output = tmp_path / "model"
     done = subprocess.run(
-        [sys.executable, "-m", "scripts.train", str(ROOT / "configs" / "cpu.cfg"), "--output", str(output),
-         "--max-steps", "4", "--paths.train", str(corpus), "--paths.dev", str(corpus),
-         "--training.eval_frequency", "2"],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        [
+            sys.executable,
+            "-m",
+            "scripts.train",
+            str(ROOT / "configs" / "cpu.cfg"),
+            "--output",
+            str(output),
+            "--max-steps",
+            "4",
+            "--paths.train",
+            str(corpus),
+            "--paths.dev",
+            str(corpus),
+            "--training.eval_frequency",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     config = (output / "model-last" / "config.cfg").read_text()

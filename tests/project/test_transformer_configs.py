@@ -2,6 +2,7 @@
 ner_transformer.cfg (crf_ner) train with `spacy train`
 on a tiny, randomly initialised BERT saved to a temporary folder (never the
 Hugging Face hub)."""
+
 import json
 
 import pytest
@@ -21,8 +22,12 @@ def save_tiny_bert(path):
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = transformers.BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
     )
     transformers.BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -35,15 +40,24 @@ def train_with_tiny_bert(config, tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     save_tiny_bert(tmp_path / "tiny-bert")
     run_spacy(
-        "train", str(CONFIGS / config),
-        "--output", str(tmp_path / "out"),
-        "--paths.train", str(tmp_path / "train.spacy"),
-        "--paths.dev", str(tmp_path / "train.spacy"),
-        "--paths.transformer", str(tmp_path / "tiny-bert"),
-        "--training.max_steps", "60",
-        "--training.eval_frequency", "20",
-        "--training.optimizer.learn_rate.initial_rate", "0.003",
-        "--training.optimizer.learn_rate.warmup_steps", "5",
+        "train",
+        str(CONFIGS / config),
+        "--output",
+        str(tmp_path / "out"),
+        "--paths.train",
+        str(tmp_path / "train.spacy"),
+        "--paths.dev",
+        str(tmp_path / "train.spacy"),
+        "--paths.transformer",
+        str(tmp_path / "tiny-bert"),
+        "--training.max_steps",
+        "60",
+        "--training.eval_frequency",
+        "20",
+        "--training.optimizer.learn_rate.initial_rate",
+        "0.003",
+        "--training.optimizer.learn_rate.warmup_steps",
+        "5",
     )
 
 
@@ -61,8 +75,11 @@ def test_transformer_config_trains_and_tags(config, tmp_path, monkeypatch):
     assert set(nlp.get_pipe("crf_tagger").labels) == {t for _, ts in SENTENCES for t in ts}
     # the listener passed gradients back: the pipeline fits its training data
     run_spacy(
-        "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"),
-        "--output", str(tmp_path / "scores.json"),
+        "evaluate",
+        str(tmp_path / "out" / "model-last"),
+        str(tmp_path / "train.spacy"),
+        "--output",
+        str(tmp_path / "scores.json"),
     )
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert scores["tag_acc"] >= 0.9, scores
@@ -86,8 +103,11 @@ def test_ner_transformer_config_trains_and_writes_entities(tmp_path, monkeypatch
     assert nlp.pipe_names == ["transformer", "crf_ner"]
     assert nlp.get_pipe("crf_ner").tags == ("B-X", "I-X", "L-X", "O", "U-X")
     run_spacy(
-        "evaluate", str(tmp_path / "out" / "model-last"), str(tmp_path / "train.spacy"),
-        "--output", str(tmp_path / "scores.json"),
+        "evaluate",
+        str(tmp_path / "out" / "model-last"),
+        str(tmp_path / "train.spacy"),
+        "--output",
+        str(tmp_path / "scores.json"),
     )
     assert json.loads((tmp_path / "scores.json").read_text())["ents_f"] >= 0.9
 
@@ -107,8 +127,9 @@ def test_update_under_a_transformer_keeps_the_process_threads(tmp_path, monkeypa
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     save_tiny_bert(tmp_path / "bert")
-    config = spacy.util.load_config(CONFIGS / "trf_tagger.cfg", overrides={"paths.transformer": str(tmp_path / "bert")},
-                                    interpolate=False)
+    config = spacy.util.load_config(
+        CONFIGS / "trf_tagger.cfg", overrides={"paths.transformer": str(tmp_path / "bert")}, interpolate=False
+    )
     with_transformer = spacy.util.load_model_from_config(config, auto_fill=True)
     without = make_nlp()
     seen = {}
@@ -125,8 +146,9 @@ def test_update_under_a_transformer_keeps_the_process_threads(tmp_path, monkeypa
     torch.set_num_threads(2)
     process = torch.get_num_threads()
     for nlp in (with_transformer, without):
-        examples = [Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))
-                    for words, tags in SENTENCES]
+        examples = [
+            Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags)) for words, tags in SENTENCES
+        ]
         nlp.initialize(lambda examples=examples: examples)
         nlp.update(examples)
     after = torch.get_num_threads()

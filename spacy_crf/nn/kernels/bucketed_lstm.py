@@ -23,6 +23,7 @@ direction, so here:
 The outputs equal `nn.LSTM`'s over the packed rows up to float rounding,
 gradients included (tests/nn/test_bucketed_lstm.py).
 """
+
 from typing import List, Optional, Tuple
 
 import numpy
@@ -40,7 +41,9 @@ STEP_COST = 2.0
 BUCKET_COST = 80.0
 
 
-def buckets(sorted_lengths: List[int], step_cost: Optional[float] = None, bucket_cost: Optional[float] = None) -> List[Tuple[int, int]]:
+def buckets(
+    sorted_lengths: List[int], step_cost: Optional[float] = None, bucket_cost: Optional[float] = None
+) -> List[Tuple[int, int]]:
     """Cut rows sorted by decreasing length into runs [start, end) padded to
     their first (longest) row, at the least cost: sum over runs of
     length * (step_cost + rows) + bucket_cost (dynamic programming over the
@@ -149,9 +152,7 @@ def bucketed_bilstm(
     if head is None:
         output = tokens.new_empty(n_tokens, 2 * hidden)
     else:
-        output = (
-            tokens.new_zeros(n_tokens, head.out_features) if head.bias is None else head.bias.repeat(n_tokens, 1)
-        )
+        output = tokens.new_zeros(n_tokens, head.out_features) if head.bias is None else head.bias.repeat(n_tokens, 1)
         forward_weight, backward_weight = head.weight[:, :hidden].t(), head.weight[:, hidden:].t()
     last = lstm.num_layers - 1
     for start, end in buckets(sorted_lengths.tolist()):

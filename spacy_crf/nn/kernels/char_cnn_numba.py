@@ -22,6 +22,7 @@ The sums are the same terms in another order, so vectors and gradients equal
 Thinc's to float rounding (tests/ml/test_char_cnn.py). The compiled code is
 cached on disk (`cache=True`), as numba_viterbi.py's is.
 """
+
 from typing import Callable, NamedTuple, Tuple
 
 import numba

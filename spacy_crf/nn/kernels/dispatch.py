@@ -32,6 +32,7 @@ pass `kernels`, e.g. `SPACY_CRF_KERNELS=torch spacy train ...`.
 Pure torch, no spaCy; Triton and Numba are imported only when a kernel is
 about to run.
 """
+
 import importlib.util
 import os
 import warnings
@@ -125,11 +126,7 @@ def _numba_viterbi() -> Optional[ModuleType]:
 def use_numba(emissions: torch.Tensor, *, kernels: Optional[str] = None) -> bool:
     """Whether the Numba Viterbi should decode this batch (its emissions,
     padded or packed): CPU tensors, mode "auto" or "numba", Numba installed."""
-    return (
-        kernel_mode(kernels) in ("auto", "numba")
-        and emissions.device.type == "cpu"
-        and _numba_viterbi() is not None
-    )
+    return kernel_mode(kernels) in ("auto", "numba") and emissions.device.type == "cpu" and _numba_viterbi() is not None
 
 
 def use_kernels(
@@ -171,9 +168,7 @@ def log_partition(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.
     return crf.log_partition(scores)
 
 
-def negative_log_likelihood(
-    scores: CRFScores, allowed: torch.Tensor, *, kernels: Optional[str] = None
-) -> torch.Tensor:
+def negative_log_likelihood(scores: CRFScores, allowed: torch.Tensor, *, kernels: Optional[str] = None) -> torch.Tensor:
     """crf.negative_log_likelihood, by the kernels where `use_kernels` says so.
 
     allowed (Tensor): (B, T, K) bool, the labels each token may take.
@@ -211,9 +206,7 @@ def viterbi_decode(
     return crf.viterbi_decode(scores, compact=compact)
 
 
-def viterbi_decode_packed(
-    scores: PackedScores, *, kernels: Optional[str] = None
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def viterbi_decode_packed(scores: PackedScores, *, kernels: Optional[str] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """`viterbi_decode(scores.padded())`: by the Numba Viterbi straight from
     the packed emissions where `use_numba` says so (no padded tensor), else
     padded first.

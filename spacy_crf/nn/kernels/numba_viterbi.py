@@ -26,6 +26,7 @@ dispatch.py imports it only where Numba is installed and can cache. One
 thread; the compiled code is cached on disk (`cache=True`): the first process
 compiles (one to two seconds), later ones load it (about half a second).
 """
+
 from typing import Tuple, Union
 
 import numba
@@ -89,8 +90,19 @@ def _decode(
         members = torch.argsort(classes, stable=True)
         offsets = torch.cat([classes.new_zeros(1), torch.bincount(classes, minlength=pair.shape[0]).cumsum(0)])
         _factored(
-            em, *where, lengths, _host(leave, dtype), _host(pair, dtype), _host(enter, dtype),
-            classes.contiguous().numpy(), members.numpy(), offsets.numpy(), start, end, paths, best,
+            em,
+            *where,
+            lengths,
+            _host(leave, dtype),
+            _host(pair, dtype),
+            _host(enter, dtype),
+            classes.contiguous().numpy(),
+            members.numpy(),
+            offsets.numpy(),
+            start,
+            end,
+            paths,
+            best,
         )
     return torch.from_numpy(paths), torch.from_numpy(best)
 

@@ -26,6 +26,7 @@ lengths and run one kernel each; `log_partition` (an autograd Function over
 When Triton's interpreter is on (TRITON_INTERPRET=1 when this module is first
 imported) the same kernels run on CPU tensors, which is how CI tests them.
 """
+
 from typing import Optional, Tuple
 
 import torch
@@ -81,11 +82,21 @@ _PER_BATCH_ALLOWED = ["s_eb", "s_ob", "T"]
 
 @triton.jit(do_not_specialize=_PER_BATCH)
 def _viterbi_kernel(
-    em_ptr, s_eb, s_et, s_ek,
-    len_ptr, trans_ptr, start_ptr, end_ptr,
-    bp_ptr, path_ptr, score_ptr,
-    T, K,
-    BLOCK_K: tl.constexpr, BLOCK_T: tl.constexpr,
+    em_ptr,
+    s_eb,
+    s_et,
+    s_ek,
+    len_ptr,
+    trans_ptr,
+    start_ptr,
+    end_ptr,
+    bp_ptr,
+    path_ptr,
+    score_ptr,
+    T,
+    K,
+    BLOCK_K: tl.constexpr,
+    BLOCK_T: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     length = tl.load(len_ptr + b)
@@ -105,7 +116,9 @@ def _viterbi_kernel(
     upcoming = _emissions_at(em, em, 1, k, k < tl.where(1 < n, K, 0), s_et, s_ek, 0, 0, float("-inf"), False)
     for t in range(1, n):
         emit = upcoming
-        upcoming = _emissions_at(em, em, t + 1, k, k < tl.where(t + 1 < n, K, 0), s_et, s_ek, 0, 0, float("-inf"), False)
+        upcoming = _emissions_at(
+            em, em, t + 1, k, k < tl.where(t + 1 < n, K, 0), s_et, s_ek, 0, 0, float("-inf"), False
+        )
         # shape: (K_prev, K_next); ties go to the lowest label, as torch's argmax
         best, arg = tl.max(score[:, None] + trans, axis=0, return_indices=True, return_indices_tie_break_left=True)
         tl.store(bp + t * K + k, arg.to(bp_ptr.dtype.element_ty), mask=valid)
@@ -124,12 +137,24 @@ def _viterbi_kernel(
 
 @triton.jit(do_not_specialize=_PER_BATCH_ALLOWED)
 def _forward_kernel(
-    em_ptr, s_eb, s_et, s_ek,
-    ok_ptr, s_ob, s_ot, s_ok,
-    len_ptr, trans_ptr, start_ptr, end_ptr,
-    alpha_ptr, logz_ptr,
-    T, K,
-    HAS_ALLOWED: tl.constexpr, BLOCK_K: tl.constexpr,
+    em_ptr,
+    s_eb,
+    s_et,
+    s_ek,
+    ok_ptr,
+    s_ob,
+    s_ot,
+    s_ok,
+    len_ptr,
+    trans_ptr,
+    start_ptr,
+    end_ptr,
+    alpha_ptr,
+    logz_ptr,
+    T,
+    K,
+    HAS_ALLOWED: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     length = tl.load(len_ptr + b)
@@ -162,13 +187,29 @@ def _forward_kernel(
 
 @triton.jit(do_not_specialize=_PER_BATCH_ALLOWED)
 def _backward_kernel(
-    em_ptr, s_eb, s_et, s_ek,
-    ok_ptr, s_ob, s_ot, s_ok,
-    len_ptr, trans_ptr, end_ptr,
-    alpha_ptr, logz_ptr, g_ptr,
-    gem_ptr, gtrans_ptr, gstart_ptr, gend_ptr,
-    T, K,
-    HAS_ALLOWED: tl.constexpr, NEED_TRANSITIONS: tl.constexpr, BLOCK_K: tl.constexpr,
+    em_ptr,
+    s_eb,
+    s_et,
+    s_ek,
+    ok_ptr,
+    s_ob,
+    s_ot,
+    s_ok,
+    len_ptr,
+    trans_ptr,
+    end_ptr,
+    alpha_ptr,
+    logz_ptr,
+    g_ptr,
+    gem_ptr,
+    gtrans_ptr,
+    gstart_ptr,
+    gend_ptr,
+    T,
+    K,
+    HAS_ALLOWED: tl.constexpr,
+    NEED_TRANSITIONS: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     length = tl.load(len_ptr + b)
@@ -200,9 +241,7 @@ def _backward_kernel(
         t = length - u
         emit = emit_next
         before = before_next  # alpha_{t-1}
-        emit_next = _emissions_at(
-            em, ok, t - 1, k, k < tl.where(t > 1, K, 0), s_et, s_ek, s_ot, s_ok, 0.0, HAS_ALLOWED
-        )
+        emit_next = _emissions_at(em, ok, t - 1, k, k < tl.where(t > 1, K, 0), s_et, s_ek, s_ot, s_ok, 0.0, HAS_ALLOWED)
         before_next = tl.load(alphas + (t - 2) * K + k, mask=k < tl.where(t > 1, K, 0), other=float("-inf"))
         tl.store(gem + t * K + k, marginal * g, mask=valid)
         after = tl.where(valid, emit + beta, float("-inf"))
@@ -235,7 +274,9 @@ def _backward_kernel(
 
 # True when the kernels, and the Triton library functions they call, run in
 # Triton's CPU interpreter: TRITON_INTERPRET=1 before Triton was first imported.
-INTERPRETED: bool = isinstance(_viterbi_kernel, InterpretedFunction) and isinstance(tl.standard.max, InterpretedFunction)
+INTERPRETED: bool = isinstance(_viterbi_kernel, InterpretedFunction) and isinstance(
+    tl.standard.max, InterpretedFunction
+)
 
 
 def _block_k(n_labels: int) -> int:
@@ -297,12 +338,21 @@ def viterbi(
     pointers = torch.empty(B, T, K, dtype=pointer_dtype, device=emissions.device)
     block_k = _block_k(K)
     _viterbi_kernel[(B,)](
-        emissions, *emissions.stride(),
-        lengths, transitions.contiguous(), start.contiguous(), end.contiguous(),
-        pointers, paths, best,
-        T, K,
-        BLOCK_K=block_k, BLOCK_T=32,
-        num_warps=_NUM_WARPS["viterbi"][block_k], enable_fp_fusion=True,
+        emissions,
+        *emissions.stride(),
+        lengths,
+        transitions.contiguous(),
+        start.contiguous(),
+        end.contiguous(),
+        pointers,
+        paths,
+        best,
+        T,
+        K,
+        BLOCK_K=block_k,
+        BLOCK_T=32,
+        num_warps=_NUM_WARPS["viterbi"][block_k],
+        enable_fp_fusion=True,
     )
     return paths, best
 
@@ -311,9 +361,7 @@ def _allowed_args(emissions: torch.Tensor, allowed: Optional[torch.Tensor]) -> T
     if allowed is None:
         return emissions, 0, 0, 0  # never read
     if tuple(allowed.shape) != tuple(emissions.shape) or allowed.dtype != torch.bool:
-        raise ValueError(
-            f"allowed must be bool {tuple(emissions.shape)}, got {allowed.dtype} {tuple(allowed.shape)}"
-        )
+        raise ValueError(f"allowed must be bool {tuple(emissions.shape)}, got {allowed.dtype} {tuple(allowed.shape)}")
     return (allowed.view(torch.uint8), *allowed.stride())
 
 
@@ -342,13 +390,21 @@ def forward(
         return log_z.zero_(), alphas
     block_k = _block_k(K)
     _forward_kernel[(B,)](
-        emissions, *emissions.stride(),
+        emissions,
+        *emissions.stride(),
         *_allowed_args(emissions, allowed),
-        lengths, transitions.contiguous(), start.contiguous(), end.contiguous(),
-        alphas, log_z,
-        T, K,
-        HAS_ALLOWED=allowed is not None, BLOCK_K=block_k,
-        num_warps=_NUM_WARPS["forward"][block_k], enable_fp_fusion=True,
+        lengths,
+        transitions.contiguous(),
+        start.contiguous(),
+        end.contiguous(),
+        alphas,
+        log_z,
+        T,
+        K,
+        HAS_ALLOWED=allowed is not None,
+        BLOCK_K=block_k,
+        num_warps=_NUM_WARPS["forward"][block_k],
+        enable_fp_fusion=True,
     )
     return log_z, alphas
 
@@ -394,14 +450,26 @@ def backward(
     if B and T:
         block_k = _block_k(K)
         _backward_kernel[(B,)](
-            emissions, *emissions.stride(),
+            emissions,
+            *emissions.stride(),
             *_allowed_args(emissions, allowed),
-            lengths, transitions.contiguous(), end.contiguous(),
-            alphas, log_z, grad_log_z.to(torch.float32).contiguous(),
-            grad_emissions, grad_transitions, grad_start, grad_end,
-            T, K,
-            HAS_ALLOWED=allowed is not None, NEED_TRANSITIONS=need_transitions, BLOCK_K=block_k,
-            num_warps=_NUM_WARPS["backward"][block_k], enable_fp_fusion=True,
+            lengths,
+            transitions.contiguous(),
+            end.contiguous(),
+            alphas,
+            log_z,
+            grad_log_z.to(torch.float32).contiguous(),
+            grad_emissions,
+            grad_transitions,
+            grad_start,
+            grad_end,
+            T,
+            K,
+            HAS_ALLOWED=allowed is not None,
+            NEED_TRANSITIONS=need_transitions,
+            BLOCK_K=block_k,
+            num_warps=_NUM_WARPS["backward"][block_k],
+            enable_fp_fusion=True,
         )
     else:
         grad_emissions.zero_()
@@ -431,8 +499,15 @@ class _LogPartition(torch.autograd.Function):
         emissions, lengths, transitions, end, alphas, log_z, allowed = ctx.saved_tensors
         need_emissions, _, need_transitions, need_start, need_end, _ = ctx.needs_input_grad
         grad_emissions, grad_transitions, grad_start, grad_end = backward(
-            emissions, lengths, transitions, end, alphas, log_z, grad_log_z,
-            allowed=allowed, need_transitions=need_transitions,
+            emissions,
+            lengths,
+            transitions,
+            end,
+            alphas,
+            log_z,
+            grad_log_z,
+            allowed=allowed,
+            need_transitions=need_transitions,
         )
         return (
             grad_emissions if need_emissions else None,
@@ -490,7 +565,14 @@ def marginals(scores: CRFScores) -> torch.Tensor:
     log_z, alphas = forward(emissions, lengths, transitions, start, end)
     ones = torch.ones_like(log_z)
     probs, _, _, _ = backward(
-        emissions, lengths, transitions, end, alphas, log_z, ones,
-        need_transitions=False, grad_dtype=torch.float32,
+        emissions,
+        lengths,
+        transitions,
+        end,
+        alphas,
+        log_z,
+        ones,
+        need_transitions=False,
+        grad_dtype=torch.float32,
     )
     return probs

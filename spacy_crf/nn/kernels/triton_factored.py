@@ -31,6 +31,7 @@ a few batched torch operations with no time loop (`_gradients`). Under
 Triton's interpreter (TRITON_INTERPRET=1 before Triton is imported) they run
 on CPU tensors, which is how CI tests them (tests/nn/test_triton_factored.py).
 """
+
 from typing import NamedTuple, Tuple
 
 import torch
@@ -52,7 +53,9 @@ def _class_max(score_row, leave_ptr, cls_ptr, K, c, BLOCK_C: tl.constexpr, BLOCK
     for k0 in range(0, K, BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
         valid = k < K
-        current = tl.load(score_row + k, mask=valid, other=float("-inf")) + tl.load(leave_ptr + k, mask=valid, other=0.0)
+        current = tl.load(score_row + k, mask=valid, other=float("-inf")) + tl.load(
+            leave_ptr + k, mask=valid, other=0.0
+        )
         cls = tl.load(cls_ptr + k, mask=valid, other=-1)
         tile = tl.where(cls[None, :] == c[:, None], current[None, :], float("-inf"))  # shape: (C, BLOCK_K)
         best = tl.maximum(best, tl.max(tile, axis=1))
@@ -83,11 +86,26 @@ def _best_label(row, vec_ptr, cls_ptr, pair_ptr, C, K, into, USE_PAIR: tl.conste
 
 @triton.jit(do_not_specialize=["s_eb", "T"])
 def _factored_viterbi_kernel(
-    em_ptr, s_eb, s_et, s_ek,
-    len_ptr, leave_ptr, pair_ptr, enter_ptr, cls_ptr, start_ptr, end_ptr,
-    score_ptr, path_ptr, best_ptr,
-    T, K, C,
-    BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_T: tl.constexpr,
+    em_ptr,
+    s_eb,
+    s_et,
+    s_ek,
+    len_ptr,
+    leave_ptr,
+    pair_ptr,
+    enter_ptr,
+    cls_ptr,
+    start_ptr,
+    end_ptr,
+    score_ptr,
+    path_ptr,
+    best_ptr,
+    T,
+    K,
+    C,
+    BLOCK_C: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    BLOCK_T: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     length = tl.load(len_ptr + b)
@@ -98,7 +116,9 @@ def _factored_viterbi_kernel(
     scores = score_ptr + b * T * K  # scores[t, j]: the best path ending in label j at step t
     c = tl.arange(0, BLOCK_C)
     c_valid = c < C
-    pair = tl.load(pair_ptr + c[:, None] * C + c[None, :], mask=c_valid[:, None] & c_valid[None, :], other=float("-inf"))
+    pair = tl.load(
+        pair_ptr + c[:, None] * C + c[None, :], mask=c_valid[:, None] & c_valid[None, :], other=float("-inf")
+    )
     for k0 in range(0, K, BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
         valid = k < K
@@ -132,8 +152,9 @@ def _factored_viterbi_kernel(
 
 
 @triton.jit
-def _class_logsumexp(row, vec_ptr, em, s_ek, cls_ptr, K, c, HAS_EMIT: tl.constexpr, BLOCK_C: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
+def _class_logsumexp(
+    row, vec_ptr, em, s_ek, cls_ptr, K, c, HAS_EMIT: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr
+):
     """(BLOCK_C,): log sum over each class's labels i of exp(row[i] + vec[i]
     (+ the emissions at em with HAS_EMIT)); -inf for a class without labels."""
     top = tl.full((BLOCK_C,), float("-inf"), tl.float32)
@@ -179,11 +200,25 @@ def _logsumexp_tile(tile, axis: tl.constexpr):
 
 @triton.jit(do_not_specialize=["s_eb", "T"])
 def _factored_forward_kernel(
-    em_ptr, s_eb, s_et, s_ek,
-    len_ptr, leave_ptr, pair_ptr, enter_ptr, cls_ptr, start_ptr, end_ptr,
-    alpha_ptr, by_class_ptr, logz_ptr,
-    T, K, C,
-    BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
+    em_ptr,
+    s_eb,
+    s_et,
+    s_ek,
+    len_ptr,
+    leave_ptr,
+    pair_ptr,
+    enter_ptr,
+    cls_ptr,
+    start_ptr,
+    end_ptr,
+    alpha_ptr,
+    by_class_ptr,
+    logz_ptr,
+    T,
+    K,
+    C,
+    BLOCK_C: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     length = tl.load(len_ptr + b)
@@ -192,11 +227,15 @@ def _factored_forward_kernel(
     by_class = by_class_ptr + b * T * BLOCK_C  # [t, c]: log-sum of alpha[t - 1, i] + leave[i] over class c
     c = tl.arange(0, BLOCK_C)
     c_valid = c < C
-    pair = tl.load(pair_ptr + c[:, None] * C + c[None, :], mask=c_valid[:, None] & c_valid[None, :], other=float("-inf"))
+    pair = tl.load(
+        pair_ptr + c[:, None] * C + c[None, :], mask=c_valid[:, None] & c_valid[None, :], other=float("-inf")
+    )
     for k0 in range(0, K * tl.minimum(length, 1), BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
         valid = k < K
-        first = tl.load(start_ptr + k, mask=valid, other=0.0) + tl.load(em + k * s_ek, mask=valid, other=0.0).to(tl.float32)
+        first = tl.load(start_ptr + k, mask=valid, other=0.0) + tl.load(em + k * s_ek, mask=valid, other=0.0).to(
+            tl.float32
+        )
         tl.store(alphas + k, first, mask=valid)
     tl.debug_barrier()
     for t in range(1, length):
@@ -219,11 +258,23 @@ def _factored_forward_kernel(
 
 @triton.jit(do_not_specialize=["s_eb", "T"])
 def _factored_backward_kernel(
-    em_ptr, s_eb, s_et, s_ek,
-    len_ptr, leave_ptr, pair_ptr, enter_ptr, cls_ptr, end_ptr,
-    beta_ptr, by_class_ptr,
-    T, K, C,
-    BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
+    em_ptr,
+    s_eb,
+    s_et,
+    s_ek,
+    len_ptr,
+    leave_ptr,
+    pair_ptr,
+    enter_ptr,
+    cls_ptr,
+    end_ptr,
+    beta_ptr,
+    by_class_ptr,
+    T,
+    K,
+    C,
+    BLOCK_C: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     length = tl.load(len_ptr + b)
@@ -232,7 +283,9 @@ def _factored_backward_kernel(
     by_class = by_class_ptr + b * T * BLOCK_C  # [t, c]: log-sum of enter[j] + emit[t, j] + beta[t, j] over class c
     c = tl.arange(0, BLOCK_C)
     c_valid = c < C
-    pair = tl.load(pair_ptr + c[:, None] * C + c[None, :], mask=c_valid[:, None] & c_valid[None, :], other=float("-inf"))
+    pair = tl.load(
+        pair_ptr + c[:, None] * C + c[None, :], mask=c_valid[:, None] & c_valid[None, :], other=float("-inf")
+    )
     last = length - 1
     for k0 in range(0, K * tl.minimum(length, 1), BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -283,8 +336,24 @@ def _forward(f: _Factors) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     by_class = f.emissions.new_zeros(B, T, f.block_c, dtype=torch.float32)
     log_z = f.emissions.new_zeros(B, dtype=torch.float32)
     _factored_forward_kernel[(B,)](
-        f.emissions, *f.emissions.stride(), f.lengths, f.leave, f.pair, f.enter, f.classes, f.start, f.end,
-        alphas, by_class, log_z, T, K, f.pair.shape[0], BLOCK_C=f.block_c, BLOCK_K=f.block_k, num_warps=4,
+        f.emissions,
+        *f.emissions.stride(),
+        f.lengths,
+        f.leave,
+        f.pair,
+        f.enter,
+        f.classes,
+        f.start,
+        f.end,
+        alphas,
+        by_class,
+        log_z,
+        T,
+        K,
+        f.pair.shape[0],
+        BLOCK_C=f.block_c,
+        BLOCK_K=f.block_k,
+        num_warps=4,
     )
     return log_z, alphas, by_class
 
@@ -295,8 +364,22 @@ def _backward(f: _Factors) -> Tuple[torch.Tensor, torch.Tensor]:
     betas = f.emissions.new_zeros(B, T, K, dtype=torch.float32)
     by_class = f.emissions.new_zeros(B, T, f.block_c, dtype=torch.float32)
     _factored_backward_kernel[(B,)](
-        f.emissions, *f.emissions.stride(), f.lengths, f.leave, f.pair, f.enter, f.classes, f.end,
-        betas, by_class, T, K, f.pair.shape[0], BLOCK_C=f.block_c, BLOCK_K=f.block_k, num_warps=4,
+        f.emissions,
+        *f.emissions.stride(),
+        f.lengths,
+        f.leave,
+        f.pair,
+        f.enter,
+        f.classes,
+        f.end,
+        betas,
+        by_class,
+        T,
+        K,
+        f.pair.shape[0],
+        BLOCK_C=f.block_c,
+        BLOCK_K=f.block_k,
+        num_warps=4,
     )
     return betas, by_class
 
@@ -317,7 +400,7 @@ def _gradients(f: _Factors, mask: torch.Tensor, grad_log_z: torch.Tensor, log_z,
     lengths = f.lengths.long()
     steps = torch.arange(mask.shape[1], device=mask.device)
     moved = (steps[None, :] >= 1) & (steps[None, :] < lengths[:, None])  # a transition into step t
-    left = (steps[None, :] < lengths[:, None] - 1)  # a transition out of step t
+    left = steps[None, :] < lengths[:, None] - 1  # a transition out of step t
     grad_enter = (probs * moved[..., None]).sum((0, 1))
     grad_leave = (probs * left[..., None]).sum((0, 1))
     grad_start = probs[:, 0].sum(0) if mask.shape[1] else probs.new_zeros(f.emissions.shape[2])
@@ -352,10 +435,12 @@ class _FactoredLogPartition(torch.autograd.Function):
 
 def _factors(emissions, mask, leave, pair, enter, start, end, classes) -> _Factors:
     return _Factors(
-        emissions.detach(), mask.sum(1, dtype=torch.int32),
+        emissions.detach(),
+        mask.sum(1, dtype=torch.int32),
         *(x.detach().float().contiguous() for x in (leave, pair, enter)),
         classes.to(torch.int32).contiguous(),
-        start.detach().float().contiguous(), end.detach().float().contiguous(),
+        start.detach().float().contiguous(),
+        end.detach().float().contiguous(),
     )
 
 
@@ -392,7 +477,9 @@ def marginals(scores: CRFScores) -> torch.Tensor:
     if B == 0 or T == 0:
         return scores.emissions.new_zeros(B, T, K, dtype=torch.float32)
     factors = split(scores.transitions.float(), classes)
-    f = _factors(scores.emissions, scores.mask, factors.leave, factors.pair, factors.enter, scores.start, scores.end, classes)
+    f = _factors(
+        scores.emissions, scores.mask, factors.leave, factors.pair, factors.enter, scores.start, scores.end, classes
+    )
     log_z, alphas, _ = _forward(f)
     betas, _ = _backward(f)
     return _probabilities(f, scores.mask, log_z, alphas, betas)
@@ -415,11 +502,29 @@ def viterbi_decode(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor]:
     if B == 0 or T == 0:
         return paths, best
     factors = split(scores.transitions.float(), classes)
-    f = _factors(scores.emissions, scores.mask, factors.leave, factors.pair, factors.enter, scores.start, scores.end, classes)
+    f = _factors(
+        scores.emissions, scores.mask, factors.leave, factors.pair, factors.enter, scores.start, scores.end, classes
+    )
     step_scores = torch.empty(B, T, K, dtype=torch.float32, device=device)
     _factored_viterbi_kernel[(B,)](
-        f.emissions, *f.emissions.stride(), f.lengths, f.leave, f.pair, f.enter, f.classes, f.start, f.end,
-        step_scores, paths, best, T, K, f.pair.shape[0],
-        BLOCK_C=f.block_c, BLOCK_K=f.block_k, BLOCK_T=32, num_warps=4,
+        f.emissions,
+        *f.emissions.stride(),
+        f.lengths,
+        f.leave,
+        f.pair,
+        f.enter,
+        f.classes,
+        f.start,
+        f.end,
+        step_scores,
+        paths,
+        best,
+        T,
+        K,
+        f.pair.shape[0],
+        BLOCK_C=f.block_c,
+        BLOCK_K=f.block_k,
+        BLOCK_T=32,
+        num_warps=4,
     )
     return paths, best
