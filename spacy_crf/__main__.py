@@ -5,7 +5,7 @@ debug-data CONFIG [overrides]` and `python -m spacy_crf displacy MODEL DATA OUTP
 import argparse
 import json
 import sys
-from typing import List, Optional
+from typing import List, Optional, cast
 
 from wasabi import msg
 
@@ -222,8 +222,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     # the fitted objective first, marked: the summed loss the search minimised
     fitted = result.fit.nll
     if args.objective == "entities":
-        before["ents_log_loss"] = fitted.get(before["temperature"])
-        after["ents_log_loss"] = fitted.get(after["temperature"])
+        before["ents_log_loss"] = fitted.get(cast(float, before["temperature"]))  # always set
+        after["ents_log_loss"] = fitted.get(cast(float, after["temperature"]))
         rows.insert(0, ("entity log loss, summed (fitted)", "ents_log_loss"))
     else:
         rows[0] = ("NLL / gold token (fitted)", "nll")

@@ -15,7 +15,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 from thinc.api import Model, chain, list2ragged
-from thinc.types import Floats2d
+from thinc.types import Floats2d, Ragged
 
 from .calibration.scores import calibration_scores
 from .ml import CRFBatch
@@ -23,7 +23,7 @@ from .ml.bilstm_crf import build_bilstm_crf_v4
 from .ml.char_cnn import build_char_cnn_v2
 from .ml.embed import hash_char_embed, with_chars_mixed
 from .scorers import morph_scores, token_scores
-from .targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget
+from .targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, Target
 
 
 @registry.architectures("spacy_crf.BiLSTMCRF.v1")
@@ -95,7 +95,7 @@ def build_hash_char_embed(
     include_static_vectors: bool = False,
 ) -> Model[List[Doc], List[Floats2d]]:
     """spaCy's MultiHashEmbed (every word hash-embedded) and the byte features, mixed."""
-    hashes = chain(
+    hashes: Model[List[Doc], Ragged] = chain(
         MultiHashEmbed(width=width, attrs=attrs, rows=rows, include_static_vectors=include_static_vectors),
         list2ragged(),
     )
@@ -174,7 +174,7 @@ def crf_tagger_score_v2(examples: Iterable[Example], *, target: str = "tag", **k
     scores = crf_tagger_score(examples, target=target, **kwargs)
     if target == "ents":
         scheme = kwargs.get("scheme") or kwargs.get("constraints", "auto")
-        kind = EntityTarget("BILUO" if scheme in ("auto", None) else scheme)
+        kind: Target = EntityTarget("BILUO" if scheme in ("auto", None) else scheme)
     else:
         kind = {**TOKEN_TARGETS, **MORPH_TARGETS}[target]
     scores.update(calibration_scores(examples, kind))

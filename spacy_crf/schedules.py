@@ -9,7 +9,7 @@ update of `spacy train`, and of every update of fine-tuning through
 `nlp.resume_training()`.
 """
 
-from typing import Iterator
+from typing import Iterator, cast
 
 from thinc.api import registry
 from thinc.schedules import warmup_linear as thinc_warmup_linear
@@ -28,7 +28,8 @@ def warmup_linear(initial_rate: float, warmup_steps: int, total_steps: int, resu
         `nlp.resume_training()` builds stays (fine-tuning).
     YIELDS (float): the rate of each step, from step 0.
     """
-    rates = thinc_warmup_linear(initial_rate, warmup_steps, total_steps)
+    # a generator (Thinc annotates it as an Iterable)
+    rates = cast(Iterator[float], thinc_warmup_linear(initial_rate, warmup_steps, total_steps))
     next(rates)  # Thinc's step 0: 0
     yield resume_rate
     yield from rates

@@ -11,6 +11,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .calibration.scores import calibration_scores
+from .stub_gaps import morph_key
 from .targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget
 
 
@@ -52,16 +53,16 @@ def _morph_key(token: Token, attr: str) -> int:
 
 def _pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int]]:
     """The token's (pos, morph key), None (missing) where either is unset."""
-    if not token.pos or not token.morph.key:
+    if not token.pos or not morph_key(token.morph):
         return None
-    return token.pos, token.morph.key
+    return token.pos, morph_key(token.morph)
 
 
 def _tag_pos_and_morph(token: Token, attr: str) -> Optional[Tuple[int, int, int]]:
     """The token's (tag, pos, morph key), None (missing) where any is unset."""
-    if not token.tag or not token.pos or not token.morph.key:
+    if not token.tag or not token.pos or not morph_key(token.morph):
         return None
-    return token.tag, token.pos, token.morph.key
+    return token.tag, token.pos, morph_key(token.morph)
 
 
 def tagger_score(examples: Iterable[Example], *, target: str = "tag", **kwargs: Any) -> Dict[str, Any]:

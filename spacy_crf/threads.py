@@ -131,6 +131,7 @@ def torch_threads(setting: int) -> Iterator[int]:
         if _running == 0:
             _process_count = before
         elif not _scopes.seen:  # its count may be the one another call set
+            assert _process_count is not None  # set by the first of the running calls
             before = _process_count
         _scopes.seen = True
         wanted = resolve_threads(setting, before)

@@ -19,10 +19,14 @@ scorer and `spacy_crf.calibration.temperature` use them); no torch here.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.training import Example
+
+# per prediction, its probability and whether it was right: lists or numpy arrays
+Probabilities = Union[Sequence[float], numpy.ndarray]
+Rights = Union[Sequence[bool], numpy.ndarray]
 
 # the bins of ECE and of the reliability diagram
 N_BINS = 15
@@ -96,7 +100,7 @@ class ReliabilityBins:
         }
 
 
-def _checked(probs: Sequence[float], right: Sequence[bool]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+def _checked(probs: Probabilities, right: Rights) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """float64 probabilities clipped to [0, 1] and bool outcomes, or
     ValueError if they differ in length, or a probability is NaN or off
     [0, 1] by more than float32 rounding (_TOLERANCE)."""
@@ -117,7 +121,7 @@ def _bin_index(p: numpy.ndarray, n_bins: int) -> Tuple[numpy.ndarray, numpy.ndar
     return edges, numpy.clip(numpy.searchsorted(edges, p, side="left") - 1, 0, n_bins - 1)
 
 
-def reliability_bins(probs: Sequence[float], right: Sequence[bool], n_bins: int = N_BINS) -> ReliabilityBins:
+def reliability_bins(probs: Probabilities, right: Rights, n_bins: int = N_BINS) -> ReliabilityBins:
     """Group predictions into n_bins equal-width bins of probability.
 
     probs (Sequence[float]): each prediction's probability, in [0, 1].
@@ -138,7 +142,7 @@ def reliability_bins(probs: Sequence[float], right: Sequence[bool], n_bins: int 
     return ReliabilityBins(edges, counts, confidence, accuracy)
 
 
-def expected_calibration_error(probs: Sequence[float], right: Sequence[bool], n_bins: int = N_BINS) -> float:
+def expected_calibration_error(probs: Probabilities, right: Rights, n_bins: int = N_BINS) -> float:
     """The expected calibration error: the mean over the bins, weighted by
     their share of the predictions, of |accuracy - mean probability|.
 
@@ -183,7 +187,7 @@ def sampling_ece(probs: Sequence[float], n_bins: int = N_BINS, draws: int = 200,
     return float((gaps @ counts[full]).mean() / len(p))
 
 
-def brier_score(probs: Sequence[float], right: Sequence[bool]) -> float:
+def brier_score(probs: Probabilities, right: Rights) -> float:
     """The Brier score of binary outcomes: the mean of (p - right)^2.
 
     probs (Sequence[float]): each prediction's probability, in [0, 1].

@@ -18,7 +18,7 @@ kept (`GoldScores`), and each tried tau reruns only the CRF's forward pass.
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy
 from spacy.language import Language
@@ -163,8 +163,9 @@ class GoldScores:
             path, whatever ents_threshold says).
         """
         labels, target = self.tagger.tags, self.tagger.target
-        is_ents = isinstance(target, EntityTarget)
-        types, patterns = target.span_patterns(labels) if is_ents else ([], [])
+        entity_target = target if isinstance(target, EntityTarget) else None
+        is_ents = entity_target is not None
+        types, patterns = entity_target.span_patterns(labels) if entity_target is not None else ([], [])
         type_ids = {kind: i for i, kind in enumerate(types)}
         n_docs = len(self.examples)
         ids: List[List[numpy.ndarray]] = [[] for _ in range(n_docs)]
@@ -174,11 +175,11 @@ class GoldScores:
             for doc_ids, offset, batch in self.parts:
                 tempered = batch.with_temperature(temperature)
                 part_ids, part_probs = tempered.decode_with_confidence()
-                if is_ents:
+                if entity_target is not None:
                     part_spans = [
                         [
                             (start, end, type_ids[kind])
-                            for start, end, kind in target.offsets([labels[i] for i in path.tolist()])
+                            for start, end, kind in entity_target.offsets([labels[i] for i in path.tolist()])
                         ]
                         for path in part_ids
                     ]
@@ -192,9 +193,9 @@ class GoldScores:
                     ids[i].append(path)
                     probs[i].append(doc_probs)
         tokens = []
-        for doc_ids, doc_probs, values in zip(ids, probs, self.gold_values):
-            path = numpy.concatenate(doc_ids) if doc_ids else numpy.zeros((0,), dtype="int64")
-            confidence = numpy.concatenate(doc_probs) if doc_probs else numpy.zeros((0,))
+        for doc_paths, doc_confidences, values in zip(ids, probs, self.gold_values):
+            path = numpy.concatenate(doc_paths) if doc_paths else numpy.zeros((0,), dtype="int64")
+            confidence = numpy.concatenate(doc_confidences) if doc_confidences else numpy.zeros((0,))
             tokens.append(token_outcomes(confidence.tolist(), [labels[i] for i in path.tolist()], values))
         entities = None
         if is_ents:
@@ -398,7 +399,7 @@ def calibrate(
     if nlp is None:
         nlp = spacy.load(model)
     name = crf_tagger_name(nlp, component)
-    tagger = nlp.get_pipe(name)
+    tagger = cast(CRFComponent, nlp.get_pipe(name))
     if objective not in OBJECTIVES:
         raise ValueError(
             Errors.E025.format(

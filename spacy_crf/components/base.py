@@ -12,6 +12,7 @@ from typing import (
     Iterable,
     Iterator,
     List,
+    Mapping,
     NamedTuple,
     Optional,
     Sequence,
@@ -91,7 +92,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     settings to cfg.
     """
 
-    TARGETS: Dict[str, Target] = {}
+    TARGETS: Mapping[str, Target] = {}
     # the component's settings (settings.py): checked when it is built
     SETTINGS: Tuple[Setting, ...] = ()
     # the factory's name (the default component name) and default scorer

@@ -126,10 +126,12 @@ class CRFEntityRecognizer(CRFComponent):
         if not self.cfg.get("trained", True):  # initialized, never updated: no entities, as spaCy's ner
             outside = self.tags.index("O")
             ids = [numpy.full(len(doc), outside, dtype="int64") for doc in scores.docs]
-            spans = [[] for _ in ids] if self._asks_spans else None
-            probs = [numpy.zeros(0, dtype="float32") for _ in ids] if self._asks_spans else None
-            found = [[] for _ in ids] if self.cfg.get("candidates_key") is not None else None
-            return CRFPrediction(ids, None, spans, probs, found)
+            no_entities: Optional[List[List[Tuple[int, int, str]]]] = [[] for _ in ids] if self._asks_spans else None
+            no_probs = [numpy.zeros(0, dtype="float32") for _ in ids] if self._asks_spans else None
+            found: Optional[List[List[Tuple[int, int, str, float]]]] = (
+                [[] for _ in ids] if self.cfg.get("candidates_key") is not None else None
+            )
+            return CRFPrediction(ids, None, no_entities, no_probs, found)
         if not self._asks_spans:
             return super()._decode(scores)
         labels, target = self.tags, self.target
@@ -182,6 +184,7 @@ class CRFEntityRecognizer(CRFComponent):
             prediction = CRFPrediction(list(prediction))
         super().set_annotations(docs, prediction)
         if prediction.entity_probs is not None and self.cfg.get("store_entity_probs"):
+            assert prediction.entities is not None  # predict gives entity_probs with the entities
             for doc, entities, probs in zip(docs, prediction.entities, prediction.entity_probs):
                 by_span = dict(zip(entities, probs.tolist()))
                 for ent in doc.ents:
@@ -207,7 +210,7 @@ class CRFEntityRecognizer(CRFComponent):
             return None, None
         types, patterns = self.target.span_patterns(self.tags)
         index = {kind: i for i, kind in enumerate(types)}
-        rejected = []
+        rejected: List[List[Tuple[int, int, int]]] = []
         for eg in examples:
             group = eg.reference.spans.get(key, [])
             if not len(group):

@@ -6,15 +6,21 @@ import copy
 import math
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
 import numpy
 import srsly
 from spacy import util
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+from thinc.api import Model
 
 from ..errors import DamagedModelError, Errors, UnsafeModelError
 from ..files import checksum, write_atomic
-from ..ml import first_non_finite_weight, set_constraints
+from ..ml import CRFBatch, first_non_finite_weight, set_constraints
+
+if TYPE_CHECKING:
+    from ..targets import Target
 
 # What a saved cfg holds: what the component learned (its labels, its
 # temperature, whether it was ever updated) and the target its labels belong to. Its settings are in the
@@ -76,6 +82,21 @@ def commit_pending_cfg(path: Path) -> None:
 class SavingMixin:
     """The serialization methods of CRFComponent."""
 
+    if TYPE_CHECKING:
+        # what CRFComponent (base.py) and spaCy's TrainablePipe provide, declared for the type checker only
+        TARGETS: Mapping[str, "Target"]
+        name: str
+        vocab: Vocab
+        cfg: Dict[str, Any]
+        model: Model[List[Doc], CRFBatch]
+
+        @property
+        def tags(self) -> Tuple[str, ...]: ...
+
+        def _constraint_masks(self) -> Optional[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]]: ...
+
+        def _validate_serialization_attrs(self) -> None: ...
+
     # Serialization: the cfg carries a checksum of itself and the weights;
     # the component's files are written atomically; loading is checked first
     # and leaves the component unchanged on failure.
@@ -106,7 +127,7 @@ class SavingMixin:
         exclude (Iterable[str]): fields to skip ("cfg", "vocab", "model").
         """
         self._validate_serialization_attrs()
-        path = util.ensure_path(path)
+        path = cast(Path, util.ensure_path(path))
         path.mkdir(parents=True, exist_ok=True)
         cfg, model_bytes = self._saved()
         cfg_text = srsly.json_dumps(cfg, indent=2)
@@ -142,7 +163,7 @@ class SavingMixin:
         loaded: Dict[str, Any] = {}
         readers = {key: (lambda b, key=key: loaded.__setitem__(key, b)) for key in ("cfg", "vocab", "model")}
         try:
-            util.from_bytes(bytes_data, readers, exclude)
+            util.from_bytes(bytes_data, cast(Dict[str, Callable[[bytes], Any]], readers), exclude)
             cfg = srsly.json_loads(loaded["cfg"]) if "cfg" in loaded else None
         except Exception as e:
             raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
@@ -159,7 +180,7 @@ class SavingMixin:
         RETURNS (CRFComponent): the component.
         """
         self._validate_serialization_attrs()
-        path = util.ensure_path(path)
+        path = cast(Path, util.ensure_path(path))
         try:
             cfg = None if "cfg" in exclude else srsly.read_json(path / "cfg")
             model_bytes = None if "model" in exclude else (path / "model").read_bytes()
@@ -286,4 +307,4 @@ class SavingMixin:
         output_layer = self.model.get_ref("output_layer")
         for node, dim in ((output_layer, "nI"), (output_layer, "nO"), (self.model, "nO")):
             if node.has_dim(dim) is not False:
-                node.set_dim(dim, None, force=True)
+                node.set_dim(dim, None, force=True)  # type: ignore[arg-type]  # Thinc unsets a dim with None; its stub says int

@@ -1,6 +1,6 @@
 """The `crf_tagger` component: CRF-decoded token.tag_, token.pos_ or both."""
 
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -58,7 +58,7 @@ def make_crf_tagger(
     now, with a warning (`spacy_crf.legacy.crf_tagger_0x`).
     """
     settings = factory_settings(TAGGER, locals())
-    deprecated = dict(
+    deprecated: Dict[str, Any] = dict(
         store_entity_probs=store_entity_probs,
         ents_threshold=ents_threshold,
         candidates_key=candidates_key,

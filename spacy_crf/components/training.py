@@ -3,18 +3,21 @@ labels), `rehearse` (one step towards what the component decoded before
 fine-tuning) and `get_loss`."""
 
 import functools
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from thinc.api import Optimizer, set_dropout_rate
+from thinc.api import Model, Optimizer, set_dropout_rate
 
 from ..errors import Errors
 from ..ml import CRFBatch, crf_batch_loss, torch_network
 from ..targets import gold_ids, partial_gold
 from ..threads import in_torch_threads, torch_threads
+
+if TYPE_CHECKING:
+    from ..targets import Target
 
 TRANSFORMER_LISTENER = "transformer-listener"  # spacy-transformers' TransformerListener
 
@@ -49,6 +52,24 @@ RejectedSpans = Tuple[Optional[List[List[Tuple[int, int, int]]]], Optional[List[
 class TrainingMixin:
     """The training methods of CRFComponent."""
 
+    if TYPE_CHECKING:
+        # what CRFComponent (base.py) provides, declared for the type checker only
+        name: str
+        cfg: Dict[str, Any]
+        model: Model[List[Doc], CRFBatch]
+        learn_new_labels: bool
+        _rehearsal_model: Optional[Model[List[Doc], CRFBatch]]
+
+        @property
+        def tags(self) -> Tuple[str, ...]: ...
+
+        @property
+        def target(self) -> "Target": ...
+
+        def _check_label(self, label: str) -> None: ...
+
+        def _grow(self, tags: Sequence[str]) -> None: ...
+
     @in_torch_threads
     def finish_update(self, sgd: Optimizer) -> None:
         """Update the model's weights with the optimizer (after `update`
@@ -56,7 +77,7 @@ class TrainingMixin:
 
         sgd (Optimizer): the optimizer.
         """
-        TrainablePipe.finish_update(self, sgd)  # type: ignore[arg-type]
+        TrainablePipe.finish_update(self, sgd)
         self.cfg["trained"] = True
 
     @in_training_threads

@@ -201,6 +201,7 @@ def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: 
         for position, record, problem in items:
             next_position = position + 1
             if problem is None:
+                assert record is not None  # a good item has its record (Item)
                 data.records.append(record)
             else:
                 data.bad.append(bad_record(shard, position, "E105", *problem))
@@ -376,6 +377,7 @@ def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[
         row += n
     if not groups:
         return
+    assert first is not None  # set with the first group
     table = file_.read_row_groups(groups).slice(chunk.start - first, chunk.stop - chunk.start)
     for position, obj in enumerate(table.to_pylist(), start=chunk.start):
         text = obj.pop(options.text_field)

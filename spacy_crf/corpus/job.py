@@ -249,14 +249,14 @@ def _check_options(
         raise ValueError(
             CorpusErrors.E107.format(setting="input format", value=input_format, options=list(INPUT_FORMATS))
         )
-    for setting, value, minimum in (
+    for setting, number, minimum in (
         ("workers", workers, 1),
         ("batch_size", batch_size, 1),
         ("shard_size", shard_size, 1),
         ("gpus_per_worker", gpus_per_worker, 0),
     ):
-        if value < minimum:
-            raise ValueError(CorpusErrors.E111.format(setting=setting, minimum=minimum, value=value))
+        if number < minimum:
+            raise ValueError(CorpusErrors.E111.format(setting=setting, minimum=minimum, value=number))
     if engine == "local" and gpus_per_worker > 0 and workers > 1:
         raise ValueError(CorpusErrors.E112.format(workers=workers, gpus=gpus_per_worker))
     # the optional dependencies, here rather than when they are first used,

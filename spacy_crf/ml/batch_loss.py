@@ -60,7 +60,7 @@ def crf_batch_loss(
     group_table = None if groups is None else torch.as_tensor(groups, dtype=torch.bool, device=emissions.device)
     with torch.enable_grad():
         loss = crf_loss(
-            CRFScores(leaves[0], mask, *leaves[1:], classes),
+            CRFScores(leaves[0], mask, leaves[1], leaves[2], leaves[3], classes),
             gold_grid,
             excluded_grid,
             rejected_rows,
@@ -69,4 +69,6 @@ def crf_batch_loss(
         trainable = [leaf for leaf in leaves if leaf.requires_grad]
         grads = iter(torch.autograd.grad(loss, trainable))
     d_scores = [next(grads) if leaf.requires_grad else None for leaf in leaves]
-    return float(loss.detach()), batch.like(CRFScores(d_scores[0], None, *d_scores[1:]))
+    # the gradient, in a CRFScores: None for the mask and where the scores are fixed
+    d_batch = CRFScores(d_scores[0], None, *d_scores[1:])  # type: ignore[arg-type]
+    return float(loss.detach()), batch.like(d_batch)

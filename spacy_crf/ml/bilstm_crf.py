@@ -7,7 +7,7 @@ builds it once the input width and the number of labels are known (at
 returns a `CRFBatch`, which maps the chunks back to docs.
 """
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy
 import torch
@@ -15,7 +15,7 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, chain, torch2xp, xp2torch
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
-from thinc.types import Floats2d
+from thinc.types import Floats2d, Floats3d
 
 from ..errors import Errors
 from ..nn import BiLSTMCRF, CRFScores, PackedScores
@@ -85,7 +85,7 @@ def build_bilstm_crf_v4(
         transitions=transitions,
         emissions=emissions,
     )
-    wrapper = Model(
+    wrapper: Model[List[Floats2d], Union[CRFScores, PackedScores]] = Model(
         "pytorch",
         pytorch_forward,
         attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
@@ -100,7 +100,7 @@ def build_bilstm_crf_v4(
         dims={"nI": None, "nO": nO},
         attrs={"chunk_size": chunk_size},
     )
-    model = chain(tok2vec, crf_layer)
+    model: Model[List[Doc], CRFBatch] = chain(tok2vec, crf_layer)
     model.set_ref("tok2vec", tok2vec)
     model.set_ref("output_layer", crf_layer)
     return model
@@ -109,7 +109,7 @@ def build_bilstm_crf_v4(
 def crf_shim(model: Model) -> CRFShim:
     """The shim of a BiLSTMCRF model (or of its output layer)."""
     layer = model.get_ref("output_layer") if model.has_ref("output_layer") else model
-    return layer.layers[0].shims[0]
+    return cast(CRFShim, layer.layers[0].shims[0])
 
 
 def torch_network(model: Model) -> Optional[BiLSTMCRF]:
@@ -121,7 +121,7 @@ def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> N
     """Give the CRF hard constraints: bool masks (K, K) transitions, (K,)
     start, (K,) end, as from `spacy_crf.constraints.allowed_transitions`; None
     allows everything. They hold across saving and loading the weights."""
-    crf_shim(model).set_constraints(None if masks is None else tuple(masks))
+    crf_shim(model).set_constraints(None if masks is None else cast(Tuple[Any, Any, Any], tuple(masks)))
 
 
 def add_labels(
@@ -246,7 +246,8 @@ def joined_rows(X: List[Floats2d]) -> Floats2d:
     """The arrays one after another: without a copy where they are
     consecutive rows of one C-contiguous buffer (the tok2vec's output, or
     chunks split from one array), else `concatenate`. Numpy arrays."""
-    parts = [x for x in X if len(x)]
+    arrays = cast(List[numpy.ndarray], X)
+    parts = [x for x in arrays if len(x)]
     first = parts[0]
     itemsize, width = first.itemsize, first.shape[1]
     consecutive = all(
@@ -258,9 +259,10 @@ def joined_rows(X: List[Floats2d]) -> Floats2d:
         for x in parts
     ) and all(b.ctypes.data == a.ctypes.data + a.nbytes for a, b in zip(parts, parts[1:]))
     if not consecutive:
-        return numpy.concatenate(X)
+        return cast(Floats2d, numpy.concatenate(arrays))
     total = sum(len(x) for x in parts)
-    return numpy.lib.stride_tricks.as_strided(first, shape=(total, width), strides=(itemsize * width, itemsize))
+    joined = numpy.lib.stride_tricks.as_strided(first, shape=(total, width), strides=(itemsize * width, itemsize))
+    return cast(Floats2d, joined)
 
 
 def _convert_inputs(
@@ -271,9 +273,11 @@ def _convert_inputs(
     padded into (B, T, D)."""
     ops = model.ops
     lengths = [len(x) for x in X]
-    device = model.shims[0].device
+    device = cast(CRFShim, model.shims[0]).device
     lengths_cpu = torch.tensor(lengths, dtype=torch.long)
-    width = X[0].shape[1] if X else model.shims[0].network.n_inputs
+    network = cast(CRFShim, model.shims[0]).network
+    assert network is not None  # _score_pieces raised E009 otherwise
+    width = X[0].shape[1] if X else network.n_inputs
     if device.type == "cpu":
         tokens = joined_rows(X) if sum(lengths) else ops.alloc2f(0, width)
         inputs = xp2torch(tokens, requires_grad=is_train, device=device)
@@ -290,7 +294,7 @@ def _convert_inputs(
         inputs = xp2torch(padded, requires_grad=is_train, device=device)
 
         def backprop(d_inputs: ArgsKwargs) -> List[Floats2d]:
-            return ops.unpad(torch2xp(d_inputs.args[0]), lengths)
+            return cast(List[Floats2d], ops.unpad(cast(Floats3d, torch2xp(d_inputs.args[0])), lengths))
 
     # prediction on the CPU keeps the emissions packed (CRFBatch decodes them
     # as they are and pads them only for the other methods)
@@ -306,7 +310,9 @@ def _convert_outputs(
     _, scores = X_Ytorch
 
     def backprop(d_scores: CRFScores) -> ArgsKwargs:
-        pairs = [(y, dy) for y, dy in zip(scores, d_scores) if dy is not None and y.requires_grad]
+        # in training the scores are padded (CRFScores), and each field with a gradient is a tensor
+        padded = cast(Tuple[torch.Tensor, ...], scores)
+        pairs = [(y, dy) for y, dy in zip(padded, d_scores) if dy is not None and y.requires_grad]
         tensors, grads = zip(*pairs)
         return ArgsKwargs(args=(tensors,), kwargs={"grad_tensors": grads})
 

@@ -20,7 +20,7 @@ import importlib.util
 import warnings
 from functools import lru_cache
 from types import ModuleType
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy
 from spacy.tokens import Doc, Span
@@ -30,6 +30,7 @@ from thinc.types import Floats2d
 
 from ..errors import Warnings
 from ..nn.kernels.dispatch import kernel_mode
+from ..stub_gaps import asarray, asarray1i, unflatten
 from .features import per_distinct_word
 
 # Byte values 0-255, then the markers around every word.
@@ -116,7 +117,7 @@ def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tupl
             # prediction keeps nothing for gradients: the training forward again, for a caller that asks
             _fused_training(model, fused, symbols_h, lengths_h)[1](d_words)
 
-    inverse = ops.asarray(inverse_h)
+    inverse = asarray(ops, inverse_h)
     tokens = words[inverse]  # shape: (n_tokens, width)
 
     def backprop(dY: List[Floats2d]) -> List:
@@ -125,7 +126,7 @@ def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tupl
         backprop_words(d_words)
         return []
 
-    return ops.unflatten(tokens, doc_lengths), backprop
+    return unflatten(ops, tokens, doc_lengths), backprop
 
 
 def _encode_words(
@@ -135,10 +136,10 @@ def _encode_words(
     their backprop, which adds the gradients of E and of the convolution."""
     ops = model.ops
     conv = model.layers[0]
-    E = model.get_param("E")  # shape: (nV, nM)
+    E = cast(Floats2d, model.get_param("E"))  # shape: (nV, nM)
     window = model.get_dim("nW")
-    symbols = ops.asarray1i(symbols_h)
-    lengths = ops.asarray1i(lengths_h)
+    symbols = asarray1i(ops, symbols_h)
+    lengths = asarray1i(ops, lengths_h)
     windows = ops.seq2col(E[symbols], window, lengths=lengths)  # shape: (n_symbols, nM * (2 * nW + 1))
     features, backprop_conv = conv(windows, is_train)  # shape: (n_symbols, width)
     words, which = ops.reduce_max(features, lengths)  # shape: (n_words, width)

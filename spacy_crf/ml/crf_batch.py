@@ -111,10 +111,10 @@ def grid_index(lengths: Sequence[int], width: int) -> numpy.ndarray:
     width (int): the grid's width (the padded length).
     RETURNS (numpy.ndarray): int64 indices into grid.ravel(), one per token.
     """
-    lengths = numpy.asarray(lengths, dtype="int64")
-    total = int(lengths.sum())
-    rows = numpy.repeat(numpy.arange(len(lengths)), lengths)
-    starts = numpy.repeat(numpy.cumsum(lengths) - lengths, lengths)
+    row_lengths = numpy.asarray(lengths, dtype="int64")
+    total = int(row_lengths.sum())
+    rows = numpy.repeat(numpy.arange(len(row_lengths)), row_lengths)
+    starts = numpy.repeat(numpy.cumsum(row_lengths) - row_lengths, row_lengths)
     return rows * width + (numpy.arange(total) - starts)
 
 
@@ -316,10 +316,10 @@ class CRFBatch:
         row_log_probs = (best.double() / self.temperature - log_z.double()).clamp_max(0.0)
         host = torch.cat([entropy, row_log_probs[:, None]], dim=1).cpu().numpy()  # one device-to-host copy
         per_doc_entropy = self.split(host[:, :-1])
-        row_log_probs = host[:, -1]
+        host_row_log_probs = host[:, -1]
         results, start = [], 0
         for n_rows, doc_entropy in zip(self.rows_per_doc, per_doc_entropy):
-            results.append((float(row_log_probs[start : start + n_rows].sum()), doc_entropy))
+            results.append((float(host_row_log_probs[start : start + n_rows].sum()), doc_entropy))
             start += n_rows
         return results
 
@@ -346,15 +346,15 @@ class CRFBatch:
         with torch.no_grad():
             log_z = log_partition(self.tempered)
         # one copy for the paths, one for the scores and log Z
-        paths = paths.cpu().numpy()
+        host_paths = paths.cpu().numpy()
         host = torch.cat([values, log_z[:, None].to(values.dtype)], dim=1).cpu().numpy()
-        values, log_z = host[:, :-1], host[:, -1:]
-        valid, log_probs = values > NEG_INF / 2, values / self.temperature - log_z
+        host_values, host_log_z = host[:, :-1], host[:, -1:]
+        valid, log_probs = host_values > NEG_INF / 2, host_values / self.temperature - host_log_z
         chunks: List[List[Ranked]] = []
         for row, n in enumerate(self.row_lengths):
             ranked = [
-                (tuple(paths[row, r, :n].tolist()), float(log_probs[row, r]))
-                for r in range(paths.shape[1])
+                (tuple(host_paths[row, r, :n].tolist()), float(log_probs[row, r]))
+                for r in range(host_paths.shape[1])
                 if valid[row, r]
             ]
             chunks.append(ranked if n else [((), 0.0)])
@@ -456,6 +456,7 @@ class CRFBatch:
                 log_probs = span_log_probs(tempered, spans_tensor, pattern_tensor, max_length=longest, passes=passes)
                 parts.append(torch.exp(log_probs).double())
             if search:
+                assert min_log_prob is not None  # search is only with a threshold
                 all_log_probs = all_span_log_probs(
                     tempered, pattern_tensor, max_length, min_log_prob=min_log_prob, passes=passes
                 )  # shape: (rows, T, L, n_types)

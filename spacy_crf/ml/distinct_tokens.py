@@ -21,6 +21,7 @@ from thinc.api import Model
 from thinc.layers.chain import forward as chain_forward
 from thinc.types import Floats2d
 
+from ..stub_gaps import unflatten
 from .features import token_array
 
 # Above this share of distinct tokens, taking them apart does not pay.
@@ -73,7 +74,7 @@ def _forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool) -> Tupl
         return chain_forward(model, docs, is_train)
     distinct, inverse = groups
     (vectors,), _ = chain_forward(model, [distinct], is_train)
-    return model.ops.unflatten(vectors[inverse], [len(doc) for doc in docs]), _no_backprop
+    return unflatten(model.ops, vectors[inverse], [len(doc) for doc in docs]), _no_backprop
 
 
 def _no_backprop(d_output):

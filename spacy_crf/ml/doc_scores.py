@@ -35,16 +35,16 @@ below gives probabilities at that temperature and decodes the same paths.
 """
 
 import functools
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar, cast
 
 import numpy
 from spacy.attrs import IS_PUNCT, ORTH
 from spacy.pipeline import Sentencizer
-from spacy.strings import hash_string
 from spacy.tokens import Doc
 from thinc.api import Model
 
 from ..errors import Errors, NonFiniteScoresError
+from ..stub_gaps import hash_string
 from .bilstm_crf import crf_shim, predict_by_pieces
 from .crf_batch import (
     CRFBatch,
@@ -178,7 +178,8 @@ class DocScores:
             if confidence:
                 part_ids, part_confidences = batch.decode_with_confidence()
             else:
-                part_ids, part_confidences = batch.decode(), [None] * len(doc_ids)
+                # placeholders, never read: joined_confidences is None without confidence
+                part_ids, part_confidences = batch.decode(), cast(List[numpy.ndarray], [None] * len(doc_ids))
             part_spans = [path_spans(path) for path in part_ids]
             part_probs = batch.span_probabilities(patterns, part_spans, threshold=threshold)
             for i, path, conf, found_spans, result in zip(doc_ids, part_ids, part_confidences, part_spans, part_probs):
@@ -253,8 +254,8 @@ def sentence_lengths_of(docs: Sequence[Doc]) -> List[List[int]]:
             plain.append(i)
     if plain:
         columns = [docs[i].to_array([ORTH, IS_PUNCT]) for i in plain]
-        starts = _punctuation_starts(numpy.concatenate(columns), [len(c) for c in columns])
-        for i, doc_starts in zip(plain, starts):
+        punct_starts = _punctuation_starts(numpy.concatenate(columns), [len(c) for c in columns])
+        for i, doc_starts in zip(plain, punct_starts):
             if len(doc_starts) > 1:  # else one sentence: [len(doc)] already
                 lengths[i] = numpy.diff(numpy.append(doc_starts, len(docs[i]))).tolist()
     return lengths

@@ -8,12 +8,11 @@ The features of a batch are built on the host in one array and copied to the
 device once (features.py); the outputs equal spaCy's per-doc layers'.
 """
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union, cast
 
 import numpy
 from spacy.attrs import intify_attr
 from spacy.ml.staticvectors import StaticVectors
-from spacy.strings import hash_string
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import (
@@ -29,6 +28,7 @@ from thinc.api import (
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors
+from ..stub_gaps import asarray, hash_string
 from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .distinct_tokens import per_distinct_token
 from .features import batch_features, byte_embed
@@ -50,13 +50,13 @@ def with_chars_mixed(
     the `n_hashed` columns of `hashes` (of the token attributes `attrs`) and
     mix them into `width` by a Maxout, computed once per distinct row, on
     numpy's BLAS on the CPU; `predict` on the CPU runs once per distinct token."""
-    features = [chain(byte_embed(nM, nC, exact_gradient), list2ragged()), hashes]
+    features: List[Model[List[Doc], Ragged]] = [chain(byte_embed(nM, nC, exact_gradient), list2ragged()), hashes]
     n_features = nM * nC + n_hashed
     if word_encoder is not None:
         features.append(chain(word_encoder, list2ragged()))
         n_features += word_encoder.get_dim("nO")
     mix = unique_rows(Maxout(width, n_features, nP=3, normalize=True, dropout=0.0))
-    mixed = chain(concatenate(*features), mix, ragged2list())
+    mixed: Model[List[Doc], List[Floats2d]] = chain(concatenate(*features), mix, ragged2list())
     return on_host_blas(per_distinct_token(mixed, [intify_attr(attr) for attr in attrs]))
 
 
@@ -129,12 +129,14 @@ def hash_char_embed(
 ) -> Model[List[Doc], List[Floats2d]]:
     if len(rows) != len(attrs):
         raise ValueError(f"Mismatched lengths: {len(rows)} rows vs {len(attrs)} attrs")
-    embeddings = [HashEmbed(width, n_rows, column=i, seed=8 + i, dropout=0.0) for i, n_rows in enumerate(rows)]
-    layers = [batch_features(attrs), list2ragged()]
+    embeddings: List[Model[Ints2d, Floats2d]] = [
+        HashEmbed(width, n_rows, column=i, seed=8 + i, dropout=0.0) for i, n_rows in enumerate(rows)
+    ]
+    layers: List[Model[Any, Any]] = [batch_features(attrs), list2ragged()]
     if min_count > 0:
         layers.append(known_words(intify_attr(attrs[0]), min_count, word_dropout))
     layers.append(with_array(concatenate(*embeddings)))
-    hashes = chain(*layers)
+    hashes: Model[List[Doc], Ragged] = chain(*layers)
     if include_static_vectors:
         hashes = concatenate(hashes, StaticVectors(width, dropout=0.0))
     n_hashed = width * (len(rows) + include_static_vectors)
@@ -166,7 +168,7 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
 
 def _known_words_init(model: Model, X: Optional[Ragged] = None, Y: None = None) -> None:
     if X is not None and not model.attrs["counted"]:
-        _set_known(model, model.ops.to_numpy(X.dataXd[:, 0]))
+        _set_known(model, model.ops.to_numpy(cast(Ints2d, X.dataXd)[:, 0]))
 
 
 def _set_known(layer: Model, words: numpy.ndarray) -> None:
@@ -180,7 +182,7 @@ def _known_words_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Ragge
     known = model.attrs["known"]
     if not (model.attrs["counted"] or len(known)):  # a saved list was counted
         raise ValueError(Errors.E016.format(min_count=model.attrs["min_count"]))
-    keys: Ints2d = X.dataXd
+    keys = cast(Ints2d, X.dataXd)
     words = keys[:, 0]
     known = _on_device(model, known)
     if len(known):
@@ -206,7 +208,7 @@ def _on_device(model: Model, known: numpy.ndarray):
     if cached is None or cached[0] is not known:
         if len(_DEVICE_KNOWN) >= 16:  # layers of models no longer in use
             _DEVICE_KNOWN.clear()
-        cached = _DEVICE_KNOWN[model.id] = (known, model.ops.asarray(known))
+        cached = _DEVICE_KNOWN[model.id] = (known, asarray(model.ops, known))
     return cached[1]
 
 

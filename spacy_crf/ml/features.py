@@ -18,7 +18,7 @@ table, as numpy's `table[index] += values` does with repeated indices) and
 the true sum over every token (`exact_gradient=True`).
 """
 
-from typing import Callable, Dict, List, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy
 from spacy.attrs import ORTH
@@ -26,7 +26,9 @@ from spacy.ml._character_embed import init as character_embed_init
 from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 from thinc.api import Model
-from thinc.types import Floats2d, Ints2d
+from thinc.types import Floats2d, Floats3d, Ints2d
+
+from ..stub_gaps import asarray, asarray2i, has_string, unflatten
 
 T = TypeVar("T")
 
@@ -47,8 +49,8 @@ def _features_forward(model: Model, docs: List[Union[Doc, Span]], is_train: bool
     arrays = [token_array(doc, columns).reshape(len(doc), len(columns)) for doc in docs]
     if not arrays:
         return [], lambda d_features: []
-    features = model.ops.asarray2i(numpy.concatenate(arrays), dtype="uint64")
-    return model.ops.unflatten(features, [len(a) for a in arrays]), lambda d_features: []
+    features = asarray2i(model.ops, numpy.concatenate(arrays), dtype="uint64")
+    return unflatten(model.ops, features, [len(a) for a in arrays]), lambda d_features: []
 
 
 def token_array(doc: Union[Doc, Span], columns) -> numpy.ndarray:
@@ -96,7 +98,7 @@ def per_distinct_word(
 def _text_of(key: int, vocabs: List[Vocab]) -> str:
     """The string of an ORTH key, from the first of the vocabs that has it."""
     for vocab in vocabs:
-        if key in vocab.strings:
+        if has_string(vocab.strings, key):
             return vocab.strings[key]
     raise KeyError(key)
 
@@ -137,10 +139,11 @@ def _byte_embed_as_spacy(model: Model, docs: List[Doc], is_train: bool) -> Tuple
 
 def _byte_embed_forward(model: Model, docs: List[Doc], *, exact_gradient: bool) -> Tuple[List[Floats2d], Callable]:
     xp = model.ops.xp
-    E = model.get_param("E")  # shape: (nC, 256, nM)
+    # xp arrays (numpy or cupy), indexed as Thinc's array types do not describe
+    E: Any = model.get_param("E")  # shape: (nC, 256, nM)
     nC, nM = model.get_dim("nC"), model.get_dim("nM")
     lengths = [len(doc) for doc in docs]
-    ids = model.ops.asarray(utf8_ends(docs, nC))  # shape: (n_tokens, nC)
+    ids: Any = asarray(model.ops, utf8_ends(docs, nC))  # shape: (n_tokens, nC)
     positions = xp.arange(nC)
     vectors = E[positions, ids].reshape(len(ids), nC * nM)
 
@@ -153,10 +156,10 @@ def _byte_embed_forward(model: Model, docs: List[Doc], *, exact_gradient: bool) 
             rows, dY = _last_in_each_doc(model, ids, lengths, rows, dY)
         dE = model.ops.alloc2f(nC * 256, nM)
         xp.add.at(dE, rows, dY)  # numpy: in index order (cupy 14 deprecates Thinc's scatter_add)
-        model.inc_grad("E", dE.reshape(E.shape))
+        model.inc_grad("E", cast(Floats3d, dE.reshape(E.shape)))
         return []
 
-    return model.ops.unflatten(vectors, lengths), backprop
+    return unflatten(model.ops, cast(Floats2d, vectors), lengths), backprop
 
 
 def _last_in_each_doc(model: Model, ids, lengths: List[int], rows, dY):
@@ -164,7 +167,7 @@ def _last_in_each_doc(model: Model, ids, lengths: List[int], rows, dY):
     (position, byte) row; sorted by doc so that the sums run in spaCy's order."""
     xp = model.ops.xp
     n_tokens, nC = ids.shape
-    doc_of_token = model.ops.asarray(numpy.repeat(numpy.arange(len(lengths)), lengths))
+    doc_of_token: Any = asarray(model.ops, numpy.repeat(numpy.arange(len(lengths)), lengths))  # an xp array
     keys = (doc_of_token[:, None].astype("int64") * (nC * 256) + rows.reshape(n_tokens, nC)).reshape(-1)
     _, first_from_end = xp.unique(keys[::-1], return_index=True)  # sorted by key: doc first
     last = len(keys) - 1 - first_from_end

@@ -15,6 +15,8 @@ different order). `Model.to_cpu()` gives a layer Thinc's default NumpyOps
 again: the same results, BLIS's speed.
 """
 
+from typing import cast
+
 from thinc.api import Model, NumpyOps
 
 # One instance for every layer: NumpyOps holds no per-layer state.
@@ -27,6 +29,7 @@ def on_host_blas(model: Model) -> Model:
     RETURNS (Model): the same model.
     """
     for node in model.walk():
-        if type(node.ops) is NumpyOps and node.ops.use_blis:
+        # NumpyOps is a Cython class without stubs: type() does not narrow node.ops for mypy
+        if type(node.ops) is NumpyOps and cast(NumpyOps, node.ops).use_blis:
             node.ops = HOST_BLAS_OPS
     return model

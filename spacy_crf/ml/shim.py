@@ -31,7 +31,7 @@ sizes are known, saves those sizes with the weights, and loads weights only.
 import contextlib
 import io
 import pickle
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 import srsly
 import torch
@@ -164,7 +164,10 @@ class CRFShim(PyTorchShim):
         if masks is None:
             self._constraints = None
         else:
-            self._constraints = tuple(torch.as_tensor(m, dtype=torch.bool) for m in masks)
+            self._constraints = cast(
+                Tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                tuple(torch.as_tensor(m, dtype=torch.bool) for m in masks),
+            )
         self._apply_constraints()
 
     def _apply_constraints(self) -> None:
@@ -253,7 +256,7 @@ class CRFShim(PyTorchShim):
             self._model = None
             return self
         state = _load_weights(msg["state"], self.device)
-        saved = (msg.get("config") or {}).get("network") or _settings_from_weights(state)
+        saved: Dict[str, Any] = (msg.get("config") or {}).get("network") or _settings_from_weights(state)
         configured = self.cfg["network"]
         for key in STRUCTURAL:
             in_file = saved.get(key, BEFORE_THE_SETTING.get(key))

@@ -9,7 +9,7 @@ parameter gradients are too, since equal rows come from the same parameters.
 Rows are grouped on the CPU only (on GPU the matrix product is cheap).
 """
 
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple, cast
 
 import numpy
 from thinc.api import Model
@@ -38,7 +38,7 @@ def unique_rows(layer: Model[Floats2d, Floats2d]) -> Model[Ragged, Ragged]:
 
 def _forward(model: Model, Xr: Ragged, is_train: bool) -> Tuple[Ragged, Callable]:
     layer = model.layers[0]
-    X = Xr.dataXd
+    X = cast(Floats2d, Xr.dataXd)  # with_array's input: rows of features
     groups = distinct_rows(X)
     if groups is None:
         Y, get_dX = layer(X, is_train)
@@ -47,8 +47,9 @@ def _forward(model: Model, Xr: Ragged, is_train: bool) -> Tuple[Ragged, Callable
     Y_distinct, get_dX_distinct = layer(X[first], is_train)
 
     def backprop(dYr: Ragged) -> Ragged:
-        dY_distinct = model.ops.alloc2f(len(first), dYr.dataXd.shape[1])
-        numpy.add.at(dY_distinct, inverse, dYr.dataXd)
+        # grouped rows are numpy arrays (distinct_rows)
+        dY_distinct = model.ops.alloc2f(len(first), cast(Floats2d, dYr.dataXd).shape[1])
+        numpy.add.at(cast(numpy.ndarray, dY_distinct), cast(numpy.ndarray, inverse), cast(numpy.ndarray, dYr.dataXd))
         dX = model.ops.alloc2f(*X.shape)
         # Each group's summed gradient goes to one of its rows: the rows are
         # equal, so the parameters that made them get the same total.
@@ -58,7 +59,7 @@ def _forward(model: Model, Xr: Ragged, is_train: bool) -> Tuple[Ragged, Callable
     return Ragged(Y_distinct[inverse], Xr.lengths), backprop
 
 
-_PROJECTIONS = {}
+_PROJECTIONS: Dict[int, numpy.ndarray] = {}
 
 
 def distinct_rows(X: Floats2d) -> Optional[Tuple[Ints1d, Ints1d]]:

@@ -99,7 +99,7 @@ def split(transitions: torch.Tensor, classes: torch.Tensor) -> Factors:
     return Factors(leave, pair, enter, membership, classes)
 
 
-def _parts(scores: CRFScores):
+def _parts(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor, Factors, torch.Tensor, torch.Tensor]:
     """The scores in the compute dtype, with the split matrix."""
     check_scores(scores)
     classes = check_classes(scores)

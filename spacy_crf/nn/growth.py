@@ -12,7 +12,7 @@ new label scores its own parts (a new part starts at zero), so this holds
 only as far as those parts' scores do.
 """
 
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import torch
 
@@ -24,7 +24,7 @@ MARGIN = 4.0
 
 def grown_network(
     network: BiLSTMCRF,
-    settings: dict,
+    settings: Dict[str, Any],
     donors: Sequence[int],
     *,
     classes: Optional[Sequence[int]] = None,

@@ -5,7 +5,7 @@ Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the
 transition, start and end parameters); the loss and decoding live in crf.py.
 """
 
-from typing import Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Tuple, Union, cast
 
 import torch
 from torch import nn
@@ -44,6 +44,19 @@ class BiLSTMCRF(nn.Module):
     parts (Optional[Sequence[Sequence[int]]]): with "composed", the part ids
         of each label.
     """
+
+    # registered in __init__ as parameters or buffers (declared here for the type checker)
+    transitions: torch.Tensor
+    class_transitions: torch.Tensor
+    leave: torch.Tensor
+    enter: torch.Tensor
+    start: torch.Tensor
+    end: torch.Tensor
+    label_classes: Optional[torch.Tensor]
+    allowed_transitions: Optional[torch.Tensor]
+    allowed_start: Optional[torch.Tensor]
+    allowed_end: Optional[torch.Tensor]
+    lstm: Optional[nn.LSTM]
 
     def __init__(
         self,
@@ -94,7 +107,7 @@ class BiLSTMCRF(nn.Module):
             self.emission: nn.Module = ComposedEmission(width, parts)
         else:
             self.emission = nn.Linear(width, n_labels)
-        shapes = {"transitions": (n_labels, n_labels)}
+        shapes: Dict[str, Tuple[int, ...]] = {"transitions": (n_labels, n_labels)}
         self.register_buffer("label_classes", None, persistent=False)
         if self.factored:
             n_classes = len(set(classes or ()))
@@ -135,6 +148,7 @@ class BiLSTMCRF(nn.Module):
         factors for "factored"), differentiable."""
         if not self.factored:
             return self.transitions
+        assert self.label_classes is not None  # set in __init__ for factored transitions
         return factored_transitions(self.class_transitions, self.leave, self.enter, self.label_classes)
 
     def forward(
@@ -161,20 +175,21 @@ class BiLSTMCRF(nn.Module):
         mask = torch.arange(T, device=inputs.device) < lengths.to(inputs.device)[:, None]
         transitions, start, end, classes = self.transition_scores(), self.start, self.end, self.label_classes
         if self.allowed_transitions is not None:
+            assert self.allowed_start is not None and self.allowed_end is not None  # set together
             transitions, start, end = forbid(
                 transitions, start, end, self.allowed_transitions, self.allowed_start, self.allowed_end
             )
             classes = None  # the constraints break the factored form
         hidden = self.input_dropout(inputs)
-        starts = None
+        starts: Optional[torch.Tensor] = None
         if unpadded:
             hidden, starts = token_starts(hidden, lengths)
         if self.lstm is None:
-            if unpadded:
+            if starts is not None:  # unpadded
                 hidden = pad_tokens(hidden, starts, lengths, T)
             emissions = self._emit(hidden)  # shape: (B, T, K)
         elif B == 0:
-            emissions = self._emit(inputs.new_zeros(0, T, self.emission.in_features))
+            emissions = self._emit(inputs.new_zeros(0, T, cast(int, self.emission.in_features)))
         else:
             # Packing keeps padding out of the backward direction; empty rows
             # run one zero step whose output the mask discards. The emissions
@@ -194,7 +209,7 @@ class BiLSTMCRF(nn.Module):
             else:
                 # one copy of the token index to the device, for gathering here and scattering in padded()
                 rows = rows._replace(flat=rows.flat.to(inputs.device))
-                if unpadded:
+                if starts is not None:  # unpadded
                     data = hidden.index_select(0, token_index(rows, starts, T))
                 else:
                     data = hidden.reshape(B * T, -1).index_select(0, rows.flat)
@@ -202,8 +217,11 @@ class BiLSTMCRF(nn.Module):
                 output = self.lstm(packed_inputs)[0].data
             if head is None:
                 emissions = self._emit(output)
-            else:  # the head's scores: the emissions, or the parts they are composed of
-                emissions = output if head is self.emission else self.emission.compose(output)
+            elif head is self.emission:  # the head's scores: the emissions
+                emissions = output
+            else:  # or the parts they are composed of
+                assert isinstance(self.emission, ComposedEmission)
+                emissions = self.emission.compose(output)
             scores = PackedScores(emissions, rows, mask, transitions, start, end, classes)
             return scores if packed else scores.padded()
         return CRFScores(emissions, mask, transitions, start, end, classes)
@@ -221,5 +239,7 @@ class BiLSTMCRF(nn.Module):
     def _emit(self, hidden: torch.Tensor) -> torch.Tensor:
         """The emission scores of the hidden states, float32."""
         if self.compute_dtype is None:
-            return self.emission(self.dropout(hidden))
-        return self.emission(self.dropout(hidden.to(self.compute_dtype))).float()
+            emissions: torch.Tensor = self.emission(self.dropout(hidden))
+            return emissions
+        emissions = self.emission(self.dropout(hidden.to(self.compute_dtype)))
+        return emissions.float()

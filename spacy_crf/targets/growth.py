@@ -3,7 +3,7 @@ and how the labels' classes and parts are numbered once it is added. The
 network's side (copying the donor's scores) is spacy_crf.nn.growth. Pure
 Python, no torch."""
 
-from typing import List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 from .ids import label_classes, label_parts
 
@@ -44,7 +44,8 @@ def growth_plan(target: object, old: Sequence[str], new: Sequence[str], scheme: 
     if class_of is not None:
         classes = label_classes(target, labels)
         old_ids = dict(zip(map(class_of, old), label_classes(target, old) or []))
-        by_id = {}
+        by_id: Dict[int, int] = {}
+        assert classes is not None  # the target has classes
         for i, label in enumerate(labels):
             name = class_of(label)
             by_id.setdefault(
@@ -54,6 +55,7 @@ def growth_plan(target: object, old: Sequence[str], new: Sequence[str], scheme: 
     parts = part_sources = None
     if parts_of is not None:
         parts = label_parts(target, labels)
+        assert parts is not None  # the target has parts
         old_parts = label_parts(target, old) or []
         old_ids = {name: pid for label, ids in zip(old, old_parts) for name, pid in zip(parts_of(label), ids)}
         names = {pid: name for label, ids in zip(labels, parts) for name, pid in zip(parts_of(label), ids)}
@@ -61,7 +63,13 @@ def growth_plan(target: object, old: Sequence[str], new: Sequence[str], scheme: 
     return GrowthPlan(donors, classes, class_sources, parts, part_sources)
 
 
-def _donor(label: str, old: Sequence[str], class_of, parts_of, scheme: str) -> int:
+def _donor(
+    label: str,
+    old: Sequence[str],
+    class_of: Optional[Callable[[str], str]],
+    parts_of: Optional[Callable[[str], List[str]]],
+    scheme: str,
+) -> int:
     if scheme != "none" and OUTSIDE in old:
         return list(old).index(OUTSIDE)
     candidates = list(range(len(old)))

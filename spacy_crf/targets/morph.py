@@ -5,7 +5,7 @@ AllTags). See tokens.py for what a target is. Pure Python and numpy, no torch.
 """
 
 import functools
-from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy
 from spacy.attrs import MORPH, POS
@@ -17,6 +17,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..errors import Errors
+from ..stub_gaps import set_morph
 from .tokens import TAG_TARGET, UPOS_TAGS, write_token_attr
 
 
@@ -379,7 +380,7 @@ def write_morph(
         for token, label_id in zip(doc, doc_ids.tolist()):
             own = token.morph.to_dict()
             merged = {**own, **predicted[label_id]} if overwrite else {**predicted[label_id], **own}
-            token.set_morph(vocab.morphology.add(merged) if merged else 0)
+            set_morph(token, vocab.morphology.add(merged) if merged else 0)
 
 
 # spaCy's morphologizer keeps the UPOS tag in its labels as this feature
@@ -398,7 +399,7 @@ def normalize_morph(feats: str) -> str:
     RETURNS (str): fields and values sorted, e.g. "Case=Nom|Number=Plur";
         "_" for no features. Raises ValueError for a malformed string.
     """
-    return _MORPHOLOGY.normalize_features(feats)
+    return str(_MORPHOLOGY.normalize_features(feats))
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -411,7 +412,7 @@ def morph_bundle(pos: str, morph: str) -> str:
     """
     feats = Morphology.feats_to_dict(morph)
     feats[POS_FEAT] = pos
-    return _MORPHOLOGY.normalize_features(feats)
+    return str(_MORPHOLOGY.normalize_features(feats))
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -438,4 +439,8 @@ POS_MORPH = PosMorphTarget()
 ALL_TAGS = AllTagsTarget()
 
 # crf_morphologizer's targets, by name
-MORPH_TARGETS = {"pos+morph": POS_MORPH, "morph": MORPH_TARGET, "tag+pos+morph": ALL_TAGS}
+MORPH_TARGETS: Dict[str, Union[MorphTarget, PosMorphTarget, AllTagsTarget]] = {
+    "pos+morph": POS_MORPH,
+    "morph": MORPH_TARGET,
+    "tag+pos+morph": ALL_TAGS,
+}

@@ -13,7 +13,7 @@ known)` then looks at the component's labels too. Pure Python and numpy, no
 torch.
 """
 
-from typing import Iterable, List, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Sequence, Set, Tuple, Union
 
 import numpy
 from spacy.attrs import POS, TAG
@@ -172,4 +172,4 @@ POS_TARGET = TokenTarget("pos", POS, "POS")
 JOINT = JointTarget()
 
 # crf_tagger's targets, by name
-TOKEN_TARGETS = {"tag": TAG_TARGET, "pos": POS_TARGET, "tag+pos": JOINT}
+TOKEN_TARGETS: Dict[str, Union[TokenTarget, JointTarget]] = {"tag": TAG_TARGET, "pos": POS_TARGET, "tag+pos": JOINT}
