@@ -41,7 +41,7 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, FrozenSet, Iterator, Optional, TypeVar
+from typing import Any, Callable, FrozenSet, Iterator, Optional, TypeVar, cast
 
 import torch
 
@@ -187,4 +187,4 @@ def in_torch_threads(method: F) -> F:
         with torch_threads(self.threads):
             return method(self, *args, **kwargs)
 
-    return wrapped  # type: ignore[return-value]
+    return cast(F, wrapped)

@@ -70,5 +70,5 @@ def crf_batch_loss(
         grads = iter(torch.autograd.grad(loss, trainable))
     d_scores = [next(grads) if leaf.requires_grad else None for leaf in leaves]
     # the gradient, in a CRFScores: None for the mask and where the scores are fixed
-    d_batch = CRFScores(d_scores[0], None, *d_scores[1:])  # type: ignore[arg-type]
+    d_batch = CRFScores(d_scores[0], None, *d_scores[1:])  # type: ignore[arg-type]  # a gradient: Nones allowed
     return float(loss.detach()), batch.like(d_batch)

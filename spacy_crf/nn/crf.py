@@ -17,7 +17,7 @@ viterbi_decode and marginals `spacy_crf.nn` exports) runs this code wherever
 the kernels do not. This module imports neither.
 """
 
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -131,7 +131,9 @@ def log_partition(scores: CRFScores) -> torch.Tensor:
     dtype = _compute_dtype(emissions)
     if emissions.shape[1] == 0:
         return emissions.new_zeros(emissions.shape[0], dtype=dtype)
-    log_z = _LogPartition.apply(emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype))
+    log_z: torch.Tensor = _LogPartition.apply(
+        emissions.to(dtype), mask, transitions.to(dtype), start.to(dtype), end.to(dtype)
+    )
     return torch.where(mask[:, 0], log_z, torch.zeros_like(log_z))
 
 
@@ -202,14 +204,21 @@ class _LogPartition(torch.autograd.Function):
     """Forward algorithm with a hand-written forward-backward gradient."""
 
     @staticmethod
-    def forward(ctx, emissions, mask, transitions, start, end):  # type: ignore[override]
+    def forward(
+        ctx: Any,
+        emissions: torch.Tensor,
+        mask: torch.Tensor,
+        transitions: torch.Tensor,
+        start: torch.Tensor,
+        end: torch.Tensor,
+    ) -> torch.Tensor:
         alphas = forward_scores(emissions, mask, transitions, start)  # shape: (B, T, K)
         log_z = torch.logsumexp(alphas[:, -1] + end, dim=1)  # shape: (B,)
         ctx.save_for_backward(emissions, mask, transitions, end, alphas, log_z)
         return log_z
 
     @staticmethod
-    def backward(ctx, grad_log_z):  # type: ignore[override]
+    def backward(ctx: Any, grad_log_z: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         emissions, mask, transitions, end, alphas, log_z = ctx.saved_tensors
         _, T, K = emissions.shape
         shift = transitions.max()
@@ -405,7 +414,7 @@ def _viterbi(
         if n == 0:
             break
         best = _max_plus_step(score[:n], incoming, buffer).add_(emissions[:n, t])
-        if running is None:
+        if mask is not None:
             score = torch.where(mask[:, t, None], best, score)
         else:
             score[:n] = best
@@ -418,7 +427,7 @@ def _viterbi(
         if n:
             # the best predecessor of each running sequence's label at step t
             previous = (history[t - 1, :n] + into.index_select(0, label[:n])).argmax(dim=1)
-            if running is None:
+            if mask is not None:
                 label = torch.where(mask[:, t], previous, label)
             else:
                 label = torch.cat((previous, label[n:]))

@@ -27,6 +27,8 @@ class ComposedEmission(nn.Module):
         parts (0..P-1; a label may have none, then it scores its bias).
     """
 
+    composition: torch.Tensor  # (P, K) 0/1, a buffer
+
     def __init__(self, width: int, parts: Sequence[Sequence[int]]) -> None:
         super().__init__()
         n_parts = 1 + max((int(p) for label in parts for p in label), default=-1)

@@ -43,14 +43,8 @@ from .crf import (
 )
 
 
-def check_classes(scores: CRFScores, n_labels: Optional[int] = None) -> torch.Tensor:
-    """The class ids, checked: (K,) long, every class 0..C-1 used.
-
-    n_labels (Optional[int]): K, for scores without (B, T, K) emissions
-        (packed ones); the emissions' K otherwise.
-    """
-    classes = scores.classes
-    K = scores.emissions.shape[2] if n_labels is None else n_labels
+def check_classes(classes: Optional[torch.Tensor], K: int) -> torch.Tensor:
+    """The class ids of scores with K labels, checked: (K,) long, every class 0..C-1 used."""
     if classes is None or classes.dim() != 1 or classes.shape[0] != K or classes.dtype != torch.long:
         shape = None if classes is None else (classes.dtype, tuple(classes.shape))
         raise ValueError(f"classes must be a long tensor of shape {(K,)}, got {shape}")
@@ -102,7 +96,7 @@ def split(transitions: torch.Tensor, classes: torch.Tensor) -> Factors:
 def _parts(scores: CRFScores) -> Tuple[torch.Tensor, torch.Tensor, Factors, torch.Tensor, torch.Tensor]:
     """The scores in the compute dtype, with the split matrix."""
     check_scores(scores)
-    classes = check_classes(scores)
+    classes = check_classes(scores.classes, scores.emissions.shape[2])
     dtype = _compute_dtype(scores.emissions)
     factors = split(scores.transitions.to(dtype), classes)
     return scores.emissions.to(dtype), scores.mask, factors, scores.start.to(dtype), scores.end.to(dtype)
@@ -237,8 +231,9 @@ def _viterbi(
     last = start + emitted(0, B)  # shape: (n, K), the scores after the last step of the rows running
     # compact: each row's scores after its own last step, written when it ends
     # (or after the loop, for the rows still running then)
-    score = torch.empty_like(last) if running is not None else None
-    leaving = [None]  # leaving[t]: the scores after step t - 1 plus `leave`, rows running at t
+    score = torch.empty_like(last)
+    # leaving[t]: the scores after step t - 1 plus `leave`, rows running at t (t >= 1; [0] is never read)
+    leaving = [last]
     running_before = B
     for t in range(1, T):
         n = B if running is None else running[t]
@@ -252,7 +247,7 @@ def _viterbi(
         to_class = (best_in_class.unsqueeze(2) + pair).amax(dim=1)  # shape: (n, C)
         # each label gets the move into its class, its `enter` and its emission
         step = to_class.index_select(1, classes).add_(enter).add_(emitted(t, n))
-        if running is None:
+        if mask is not None:
             step = torch.where(mask[:, t, None], step, last)
         last = step
         running_before = n
@@ -271,7 +266,7 @@ def _viterbi(
             # score at t - 1 + a[i] + Q[class(i), class(label)]
             moves = moves_into.index_select(0, classes[label[:n]])  # shape: (n, K)
             previous = moves.add_(leaving[t]).argmax(dim=1)
-            if running is None:
+            if mask is not None:
                 label = torch.where(mask[:, t], previous, label)
             else:
                 label[:n] = previous

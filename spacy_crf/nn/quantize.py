@@ -22,8 +22,12 @@ float32.
 
 import copy
 import warnings
+from typing import TYPE_CHECKING
 
 from torch import nn
+
+if TYPE_CHECKING:
+    from .network import BiLSTMCRF
 
 MODES = ("none", "int8", "bf16")
 
@@ -56,10 +60,11 @@ def int8_copy(network: nn.Module) -> nn.Module:
         from torch.ao.quantization import quantize_dynamic
 
         source = copy.deepcopy(network).cpu().eval()
-        return quantize_dynamic(source, {nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
+        quantized: nn.Module = quantize_dynamic(source, {nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
+        return quantized
 
 
-def bf16_copy(network: nn.Module) -> nn.Module:
+def bf16_copy(network: "BiLSTMCRF") -> "BiLSTMCRF":
     """A copy of the network for inference on the CPU whose LSTM and emission
     layer run in bfloat16; the network itself is unchanged."""
     import torch
@@ -84,7 +89,7 @@ def eval_view(network: nn.Module) -> nn.Module:
     return view
 
 
-def inference_copy(network: nn.Module, mode: str) -> nn.Module:
+def inference_copy(network: "BiLSTMCRF", mode: str) -> nn.Module:
     """The network that predicts in this mode: the eval view for "none"; an
     int8 or bfloat16 copy (for the CPU) for "int8" and "bf16"."""
     if mode == "none":

@@ -34,7 +34,7 @@ then updates every span at once. Cost O(T * K * K) per row with rejected
 spans; rows without any use crf.py's code.
 """
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import torch
 
@@ -80,29 +80,34 @@ def log_partition_without(
             step = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emit[:, t]
             alpha = torch.where(mask[:, t, None], step, alpha)
             # BIO: spans whose last token was t - 1 complete now unless not_after follows
-            ids, rows, labels, not_after = events.at("bio", t)
-            if ids is not None:
+            bio = events.at("bio", t)
+            if bio is not None:
+                ids, rows, labels, not_after = bio
                 completed = mass[ids, None] + trans[labels] + emit[rows, t]  # shape: (n, K)
                 completed = completed.scatter(1, not_after[:, None], NEG_INF)
                 share = torch.exp(completed - alpha[rows])
                 alpha = _remove(alpha, alpha.new_zeros(B, K).index_add(0, rows, share))
         # the prefixes running through each span, up to t
-        ids, rows, labels = events.at("start", t)
-        if ids is not None:
+        starting = events.at("start", t)
+        if starting is not None:
+            ids, rows, labels = starting
             mass = mass.index_put((ids,), alpha[rows, labels])
-        ids, rows, previous, labels = events.at("grow", t)
-        if ids is not None:
+        growing = events.at("grow", t)
+        if growing is not None:
+            ids, rows, previous, labels = growing
             mass = mass.index_put((ids,), mass[ids] + trans[previous, labels] + emit[rows, t, labels])
         # BILUO / IOBES: spans complete at their last token
-        ids, rows, labels = events.at("last", t)
-        if ids is not None:
+        ending = events.at("last", t)
+        if ending is not None:
+            ids, rows, labels = ending
             share = torch.exp(mass[ids] - alpha[rows, labels])
             ratio = alpha.new_zeros(B, K).index_put((rows, labels), share, accumulate=True)
             alpha = _remove(alpha, ratio)
     total = torch.logsumexp(alpha + end, dim=1)  # shape: (B,)
     # BIO: spans that end at their row's last token complete at the end
-    ids, rows, labels = events.at("final", 0)
-    if ids is not None:
+    final = events.at("final", 0)
+    if final is not None:
+        ids, rows, labels = final
         share = torch.exp(mass[ids] + end[labels] - total[rows])
         total = _remove(total, total.new_zeros(B).index_add(0, rows, share))
     return torch.where(mask[:, 0], total, torch.zeros_like(total))
@@ -123,7 +128,9 @@ class _Schedule:
     completes), "bio" (BIO/IOB2: it completes at the next token) and "final"
     (BIO: it ends at its row's last token). `at(kind, t)` slices them."""
 
-    def __init__(self, kept: Dict[int, Tuple[int, int, int, list]], lengths: List[int], device: torch.device) -> None:
+    def __init__(
+        self, kept: Dict[int, Tuple[int, int, int, List[int]]], lengths: List[int], device: torch.device
+    ) -> None:
         self.n_spans = len(kept)
         rows_of: Dict[str, List[Tuple[int, ...]]] = {kind: [] for kind in ("start", "grow", "last", "bio", "final")}
         for index, (row, first, last, pattern) in enumerate(kept.values()):
@@ -151,28 +158,30 @@ class _Schedule:
                 lo, _ = where.get(entry[0], (i, i))
                 where[entry[0]] = (lo, i + 1)
             self._where[kind] = where
-        self._width = {"start": 3, "grow": 4, "last": 3, "bio": 4, "final": 3}
 
-    def at(self, kind: str, t: int) -> Tuple[Optional[torch.Tensor], ...]:
+    def at(self, kind: str, t: int) -> Optional[Tuple[torch.Tensor, ...]]:
         """The columns (span index, row, labels...) of the events of a kind at
-        step t; Nones where there are none."""
+        step t; None where there are none."""
         span = self._where[kind].get(t)
         if span is None:
-            return (None,) * self._width[kind]
+            return None
         lo, hi = span
         return tuple(column[lo:hi] for column in self._columns[kind])
 
 
-def _usable(spans: torch.Tensor, patterns: torch.Tensor, lengths) -> dict:
+def _usable(
+    spans: torch.Tensor, patterns: torch.Tensor, lengths: List[int]
+) -> Dict[int, Tuple[int, int, int, List[int]]]:
     """The distinct spans that lie on some path: {index: (row, first, last, pattern)}."""
-    kept, seen = {}, set()
+    kept: Dict[int, Tuple[int, int, int, List[int]]] = {}
+    seen: Set[Tuple[int, int, int, int]] = set()
     for s, (row, first, last, kind) in enumerate(spans.tolist()):
         key = (row, first, last, kind)
         if key in seen or not (0 <= row < len(lengths)) or not (0 <= first <= last < lengths[row]):
             continue
         if not 0 <= kind < patterns.shape[0]:
             raise ValueError(f"span type {kind} is not a row of the {patterns.shape[0]} patterns")
-        pattern = patterns[kind].tolist()
+        pattern = [int(label) for label in patterns[kind].tolist()]
         needed = (
             [pattern[SINGLE]]
             if first == last
@@ -185,7 +194,7 @@ def _usable(spans: torch.Tensor, patterns: torch.Tensor, lengths) -> dict:
     return kept
 
 
-def _label(pattern, first: int, last: int, t: int) -> int:
+def _label(pattern: List[int], first: int, last: int, t: int) -> int:
     """The span's label at token t."""
     if first == last:
         return pattern[SINGLE]

@@ -231,17 +231,17 @@ def all_span_log_probs(
         log_probs = torch.where(keep, log_probs.clamp(NEG_INF, 0.0), neg)
         return torch.cat([log_probs, neg.expand(B, size - 1, n_types)], dim=1)
 
-    def can_grow(chain: torch.Tensor, size: int, valid: torch.Tensor) -> bool:
-        """Whether a span longer than `size` may reach min_log_prob: the
+    def can_grow(chain: torch.Tensor, size: int, valid: torch.Tensor, floor: float) -> bool:
+        """Whether a span longer than `size` may reach `floor` (min_log_prob): the
         chain's own probability bounds those of all its continuations."""
         ends = size - 1 + positions[: T - size + 1]
         label = first if size == 1 else middle
         bound = chain + betas[:, ends][:, :, label] - log_z  # shape: (B, T-L+1, n_types)
         room = (ends + 1 < lengths[:, None])[:, :, None] & valid
-        return bool((room & (bound >= min_log_prob)).any())
+        return bool((room & (bound >= floor)).any())
 
     out = [close(alphas[:, :, single] + exit_single - log_z, 1, has[SINGLE])]
-    grow = min_log_prob is None or can_grow(chain, 1, has[FIRST])
+    grow = min_log_prob is None or can_grow(chain, 1, has[FIRST], min_log_prob)
     for size in range(2, min(max_length, T) + 1):
         if not grow:
             break
@@ -251,7 +251,7 @@ def all_span_log_probs(
         closed = chain + to_last[hop] + emit_last[:, size - 1 :] + exit_last[:, size - 1 :] - log_z
         out.append(close(closed, size, has[FIRST] & has[LAST] & (valid_chain | (size == 2))))
         chain = chain + to_middle[hop] + emit_middle[:, size - 1 :]
-        grow = min_log_prob is None or can_grow(chain, size, valid_chain)
+        grow = min_log_prob is None or can_grow(chain, size, valid_chain, min_log_prob)
     if min_log_prob is None and len(out) < max_length:
         out.extend(neg.expand(B, T, n_types) for _ in range(max_length - len(out)))
     return torch.stack(out, dim=2)

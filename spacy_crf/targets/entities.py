@@ -3,7 +3,7 @@ IOBES, BIO/IOB2), and the spans a tag path makes (`span_patterns`, for exact
 span posteriors). See tokens.py for what a target is. Pure Python and numpy.
 """
 
-from typing import Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy
 from spacy.attrs import ENT_IOB, ENT_TYPE
@@ -145,7 +145,7 @@ def _as_biluo(tags: Sequence[str], scheme: str) -> List[str]:
 
 # scheme -> the prefixes of (single, first, middle, last, not_after) in a span
 # pattern; None: no label must be kept from following the span
-_SPAN_PREFIXES = {
+_SPAN_PREFIXES: Dict[str, Tuple[Optional[str], Optional[str], Optional[str], Optional[str], Optional[str]]] = {
     "BILUO": ("U", "B", "I", "L", None),
     "IOBES": ("S", "B", "I", "E", None),
     "BIO": ("B", "B", "I", "I", "I"),
@@ -186,5 +186,13 @@ def span_patterns(labels: Sequence[str], scheme: str) -> Tuple[List[str], List[T
             raise ValueError(Errors.E013.format(label=label, scheme=scheme))
         index[(prefix, kind)] = i
     types = sorted({kind for _, kind in index})
-    patterns = [tuple(-1 if p is None else index.get((p, kind), -1) for p in _SPAN_PREFIXES[scheme]) for kind in types]
-    return types, patterns  # type: ignore[return-value]
+    single, first, middle, last, after = _SPAN_PREFIXES[scheme]
+
+    def label_id(prefix: Optional[str], kind: str) -> int:
+        return -1 if prefix is None else index.get((prefix, kind), -1)
+
+    patterns = [
+        (label_id(single, k), label_id(first, k), label_id(middle, k), label_id(last, k), label_id(after, k))
+        for k in types
+    ]
+    return types, patterns

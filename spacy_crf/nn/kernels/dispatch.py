@@ -99,16 +99,6 @@ def _kernels() -> Optional[ModuleType]:
 
 
 @lru_cache(maxsize=1)
-def _factored_kernels() -> Optional[ModuleType]:
-    """The factored Viterbi kernel's module, or None where Triton is not installed."""
-    if _kernels() is None:
-        return None
-    from . import triton_factored
-
-    return triton_factored
-
-
-@lru_cache(maxsize=1)
 def _numba_viterbi() -> Optional[ModuleType]:
     """The Numba Viterbi's module, or None where Numba is not installed or
     cannot set up its kernels (e.g. no writable cache directory: set
@@ -160,10 +150,14 @@ def log_partition(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.
     RETURNS (Tensor): (B,) log Z, with its gradient.
     """
     if use_kernels(scores.emissions, kernels=kernels):
-        return _kernels().log_partition(scores)
+        from . import triton_crf
+
+        return triton_crf.log_partition(scores)
     if scores.classes is not None:
         if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
-            return _factored_kernels().log_partition(scores)
+            from . import triton_factored
+
+            return triton_factored.log_partition(scores)
         return factored.log_partition(scores)
     return crf.log_partition(scores)
 
@@ -176,10 +170,14 @@ def negative_log_likelihood(scores: CRFScores, allowed: torch.Tensor, *, kernels
     RETURNS (Tensor): (B,) non-negative NLL, with its gradient.
     """
     if use_kernels(scores.emissions, kernels=kernels):
-        return _kernels().negative_log_likelihood(scores, allowed)
+        from . import triton_crf
+
+        return triton_crf.negative_log_likelihood(scores, allowed)
     if scores.classes is not None:
         if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
-            return crf.negative_log_likelihood(scores, allowed, partition=_factored_kernels().log_partition)
+            from . import triton_factored
+
+            return crf.negative_log_likelihood(scores, allowed, partition=triton_factored.log_partition)
         return crf.negative_log_likelihood(scores, allowed, partition=factored.log_partition)
     return crf.negative_log_likelihood(scores, allowed)
 
@@ -196,12 +194,18 @@ def viterbi_decode(
     RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and their scores (B,).
     """
     if use_kernels(scores.emissions, kernels=kernels):
-        return _kernels().viterbi_decode(scores)
+        from . import triton_crf
+
+        return triton_crf.viterbi_decode(scores)
     if use_numba(scores.emissions, kernels=kernels):
-        return _numba_viterbi().viterbi_decode(scores)
+        from . import numba_viterbi
+
+        return numba_viterbi.viterbi_decode(scores)
     if scores.classes is not None:
         if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
-            return _factored_kernels().viterbi_decode(scores)
+            from . import triton_factored
+
+            return triton_factored.viterbi_decode(scores)
         return factored.viterbi_decode(scores, compact=compact)
     return crf.viterbi_decode(scores, compact=compact)
 
@@ -214,7 +218,9 @@ def viterbi_decode_packed(scores: PackedScores, *, kernels: Optional[str] = None
     RETURNS (Tuple[Tensor, Tensor]): paths (B, T) long and their scores (B,).
     """
     if use_numba(scores.data, kernels=kernels):
-        return _numba_viterbi().viterbi_decode_packed(scores)
+        from . import numba_viterbi
+
+        return numba_viterbi.viterbi_decode_packed(scores)
     return viterbi_decode(scores.padded(), kernels=kernels)
 
 
@@ -225,10 +231,14 @@ def marginals(scores: CRFScores, *, kernels: Optional[str] = None) -> torch.Tens
     RETURNS (Tensor): (B, T, K) label probabilities; padded rows are 0.
     """
     if use_kernels(scores.emissions, kernels=kernels):
-        return _kernels().marginals(scores)
+        from . import triton_crf
+
+        return triton_crf.marginals(scores)
     if scores.classes is not None:
         if use_kernels(scores.emissions, kernels=kernels, max_labels=None):
-            return _factored_kernels().marginals(scores)
+            from . import triton_factored
+
+            return triton_factored.marginals(scores)
         return factored.marginals(scores)
     return crf.marginals(scores)
 

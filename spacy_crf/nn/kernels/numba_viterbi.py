@@ -84,7 +84,7 @@ def _decode(
     if scores.classes is None:
         _full(em, *where, lengths, _host(scores.transitions, dtype), start, end, paths, best)
     else:
-        classes = check_classes(scores, em.shape[1])
+        classes = check_classes(scores.classes, em.shape[1])
         leave, pair, enter, _, _ = split(scores.transitions.detach().to(dtype), classes)
         # the labels of each class, in label order: members[offsets[c]:offsets[c + 1]]
         members = torch.argsort(classes, stable=True)

@@ -362,7 +362,8 @@ def _allowed_args(emissions: torch.Tensor, allowed: Optional[torch.Tensor]) -> T
         return emissions, 0, 0, 0  # never read
     if tuple(allowed.shape) != tuple(emissions.shape) or allowed.dtype != torch.bool:
         raise ValueError(f"allowed must be bool {tuple(emissions.shape)}, got {allowed.dtype} {tuple(allowed.shape)}")
-    return (allowed.view(torch.uint8), *allowed.stride())
+    s_b, s_t, s_k = allowed.stride()
+    return allowed.view(torch.uint8), s_b, s_t, s_k
 
 
 def forward(
@@ -487,7 +488,7 @@ class _LogPartition(torch.autograd.Function):
     """log Z by the forward kernel; its gradient by the backward kernel."""
 
     @staticmethod
-    def forward(ctx, emissions, mask, transitions, start, end, allowed):  # type: ignore[override]
+    def forward(ctx, emissions, mask, transitions, start, end, allowed):
         lengths = _lengths(mask)
         log_z, alphas = forward(emissions, lengths, transitions, start, end, allowed=allowed)
         ctx.save_for_backward(emissions, lengths, transitions, end, alphas, log_z, allowed)
@@ -495,7 +496,7 @@ class _LogPartition(torch.autograd.Function):
         return log_z
 
     @staticmethod
-    def backward(ctx, grad_log_z):  # type: ignore[override]
+    def backward(ctx, grad_log_z):
         emissions, lengths, transitions, end, alphas, log_z, allowed = ctx.saved_tensors
         need_emissions, _, need_transitions, need_start, need_end, _ = ctx.needs_input_grad
         grad_emissions, grad_transitions, grad_start, grad_end = backward(
@@ -512,7 +513,7 @@ class _LogPartition(torch.autograd.Function):
         return (
             grad_emissions if need_emissions else None,
             None,
-            grad_transitions.to(transitions.dtype) if need_transitions else None,
+            grad_transitions.to(transitions.dtype) if grad_transitions is not None else None,
             grad_start.to(ctx.start_dtype) if need_start else None,
             grad_end.to(end.dtype) if need_end else None,
             None,

@@ -417,14 +417,14 @@ class _FactoredLogPartition(torch.autograd.Function):
     """log Z by the forward kernel; its gradient by the backward kernel and `_gradients`."""
 
     @staticmethod
-    def forward(ctx, emissions, mask, leave, pair, enter, start, end, classes):  # type: ignore[override]
+    def forward(ctx, emissions, mask, leave, pair, enter, start, end, classes):
         f = _factors(emissions, mask, leave, pair, enter, start, end, classes)
         log_z, alphas, leaving = _forward(f)
         ctx.save_for_backward(emissions, mask, leave, pair, enter, start, end, classes, log_z, alphas, leaving)
         return log_z
 
     @staticmethod
-    def backward(ctx, grad_log_z):  # type: ignore[override]
+    def backward(ctx, grad_log_z):
         emissions, mask, leave, pair, enter, start, end, classes, log_z, alphas, leaving = ctx.saved_tensors
         f = _factors(emissions, mask, leave, pair, enter, start, end, classes)
         grads = _gradients(f, mask, grad_log_z, log_z, alphas, leaving)
@@ -437,7 +437,9 @@ def _factors(emissions, mask, leave, pair, enter, start, end, classes) -> _Facto
     return _Factors(
         emissions.detach(),
         mask.sum(1, dtype=torch.int32),
-        *(x.detach().float().contiguous() for x in (leave, pair, enter)),
+        leave.detach().float().contiguous(),
+        pair.detach().float().contiguous(),
+        enter.detach().float().contiguous(),
         classes.to(torch.int32).contiguous(),
         start.detach().float().contiguous(),
         end.detach().float().contiguous(),
@@ -446,7 +448,7 @@ def _factors(emissions, mask, leave, pair, enter, start, end, classes) -> _Facto
 
 def _checked(scores: CRFScores):
     check_scores(scores)
-    classes = check_classes(scores)
+    classes = check_classes(scores.classes, scores.emissions.shape[2])
     if scores.emissions.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise ValueError(f"emissions must be float16, bfloat16 or float32, got {scores.emissions.dtype}")
     return classes
