@@ -76,10 +76,27 @@ def score_on(model: Path, dev: Path) -> Dict[str, Any]:
     nlp = spacy.load(model)
     gold_preproc = bool(nlp.config["corpora"]["dev"].get("gold_preproc", False))
     examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
-    scores = nlp.evaluate(examples)  # sets each example's predicted doc
+    scores = nlp.evaluate(examples)  # scores copies: `examples` keep unannotated predicted docs
     result = {key: value for key, value in scores.items() if isinstance(value, (int, float))}
-    result["per_doc"] = per_doc_counts(examples, "ents_f" if "ents_f" in result else "tag_acc")
+    for eg, doc in zip(examples, nlp.pipe(eg.predicted for eg in examples)):
+        eg.predicted = doc
+    per_doc = per_doc_counts(examples, "ents_f" if "ents_f" in result else "tag_acc")
+    pooled = pooled_score(per_doc)
+    if abs(pooled - result[per_doc["score"]]) > 1e-9:
+        raise ValueError(f"per-doc counts pool to {pooled}, not {per_doc['score']} = {result[per_doc['score']]}")
+    result["per_doc"] = per_doc
     return result
+
+
+def pooled_score(per_doc: Dict[str, Any]) -> float:
+    """The corpus score the per-doc counts add up to: F1 of the pooled
+    (tp, fp, fn) for ents_f, correct / gold for tag_acc."""
+    totals = [sum(column) for column in zip(*per_doc["counts"])]
+    if per_doc["score"] == "ents_f":
+        tp, fp, fn = totals or (0, 0, 0)
+        return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    correct, gold = totals or (0, 0)
+    return correct / gold if gold else 0.0
 
 
 def per_doc_counts(examples: List[Any], score: str) -> Dict[str, Any]:

@@ -6,11 +6,11 @@ import json
 import numpy
 import pytest
 import spacy
-from spacy.tokens import Doc
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from benchmarks.converged import per_doc_counts, stopped_by
-from benchmarks.converged_report import load_runs, pooled_bootstrap, table
+from benchmarks.converged import per_doc_counts, pooled_score, score_on, stopped_by
+from benchmarks.converged_report import has_counts, load_runs, pooled_bootstrap, table
 
 
 def test_patience_or_the_cap_stopped_the_run():
@@ -80,3 +80,48 @@ def test_table_pools_only_the_seeds_with_per_doc_counts(tmp_path):
     rendered = table(tmp_path)
     assert "seed 2 pooled over the 3 held-out docs" in rendered
     assert "seeds [0] are not in the paired bootstrap" in rendered
+
+
+def _saved_pipeline(tmp_path, gold_docs, pipe):
+    nlp = spacy.blank("en")
+    if pipe == "entity_ruler":
+        ruler = nlp.add_pipe("entity_ruler")
+        ruler.add_patterns([{"label": "PER", "pattern": "Anna"}, {"label": "LOC", "pattern": "Paris"}])
+    else:
+        nlp.add_pipe("tagger")
+        nlp.initialize(lambda: [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in gold_docs])
+    nlp.to_disk(tmp_path / pipe)
+    return tmp_path / pipe
+
+
+@pytest.mark.parametrize("pipe", ["entity_ruler", "tagger"])
+def test_score_on_counts_the_pipelines_predictions_and_pools_to_its_score(tmp_path, pipe):
+    """score_on's per-doc counts come from the predicted docs (nlp.evaluate
+    scores copies of the examples: counting the examples it was given found
+    no predictions at all) and pool to the corpus score it reports."""
+    vocab = spacy.blank("en").vocab
+    gold = [
+        Doc(vocab, words=["Anna", "visits", "Paris"], ents=["B-PER", "O", "B-LOC"], tags=["NNP", "VBZ", "NNP"]),
+        Doc(vocab, words=["Anna", "met", "Bob"], ents=["B-PER", "O", "B-PER"], tags=["NNP", "VBD", "NNP"]),
+        Doc(vocab, words=["Rome", "is", "far"], ents=["B-LOC", "O", "O"], tags=["NNP", "VBZ", "RB"]),
+    ]
+    DocBin(docs=gold).to_disk(tmp_path / "dev.spacy")
+    result = score_on(_saved_pipeline(tmp_path, gold, pipe), tmp_path / "dev.spacy")
+    per_doc = result["per_doc"]
+    assert pooled_score(per_doc) == pytest.approx(result[per_doc["score"]], abs=1e-12)
+    if pipe == "entity_ruler":  # Anna, Paris, Anna found; Bob and Rome missed
+        assert per_doc == {"score": "ents_f", "counts": [[2, 0, 0], [1, 0, 1], [0, 0, 1]]}
+        assert result["ents_f"] == pytest.approx(0.75)
+    else:
+        assert [gold for _, gold in per_doc["counts"]] == [3, 3, 3]
+
+
+def test_counts_that_do_not_add_up_to_the_score_are_left_out_of_the_test(tmp_path):
+    counts = [[3, 1, 1], [2, 0, 2], [4, 2, 0]]
+    unannotated = record(counts, 1)  # what score_on recorded before it counted the predicted docs
+    unannotated["score"]["per_doc"]["counts"] = [[0, 0, tp + fn] for tp, _, fn in counts]
+    assert has_counts(record(counts, 1)) and not has_counts(unannotated)
+    assert pooled_bootstrap([record(counts, 1)], [unannotated]) is None
+    (tmp_path / "ner10_crf_s1.json").write_text(json.dumps(record(counts, 1)))
+    (tmp_path / "ner10_spacy_s1.json").write_text(json.dumps(unannotated))
+    assert "seeds [1] are not in the paired bootstrap" in table(tmp_path)
