@@ -88,11 +88,14 @@ def partial_gold(
                 continue
             if known not in group_of:
                 row = numpy.fromiter((target.allows(known, label) for label in labels), dtype=bool, count=len(labels))
-                group_of[known] = len(rows) if row.any() else -1
-                if row.any():
+                agrees = bool(row.any())
+                group_of[known] = len(rows) if agrees else -1
+                if agrees:
                     rows.append(row)
-                elif target.fallback_label(known):
-                    unmatched.append(target.fallback_label(known))
+                else:
+                    fallback = target.fallback_label(known)
+                    if fallback:
+                        unmatched.append(fallback)
             if group_of[known] >= 0:
                 ids[i] = len(labels) + group_of[known]
     return (numpy.stack(rows) if rows else None), unmatched
