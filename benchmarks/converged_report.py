@@ -142,6 +142,40 @@ def table(folder: Path = RUNS) -> Optional[str]:
     return "\n".join(lines + ([""] + tests if tests else []))
 
 
+def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> str:
+    """The README's lines: per task where both heads have at least min_seeds
+    seeds, all converged, each head's mean (range) on the held-out dev half
+    and the paired bootstrap where there is one; "" where no task has them."""
+    runs = load_runs(folder)
+    rows = []
+    for task, (kind, data, score) in TASKS.items():
+        heads = [runs.get((task, head), {}) for head in HEADS]
+        seeds = sorted(set(heads[0]) & set(heads[1]))
+        if len(seeds) < min_seeds or not all(h[s]["converged"] for h in heads for s in seeds):
+            continue
+        cells = []
+        for records in heads:
+            values = [records[s]["score"][score] for s in seeds]
+            cells.append(f"{_percent(statistics.mean(values))} ({_percent(min(values))}-{_percent(max(values))})")
+        counted = [s for s in seeds if all(has_counts(h[s]) for h in heads)]
+        result = pooled_bootstrap([heads[0][s] for s in counted], [heads[1][s] for s in counted])
+        test = "-" if result is None else f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, seeds {counted})"
+        names = " / ".join(names[0 if kind == "entities" else 1] for names in HEADS.values())
+        rows.append(f"| {kind}, {data} | {names} | {', '.join(map(str, seeds))} | {cells[0]} | {cells[1]} | {test} |")
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "On all-MiniLM-L6-v2 (fine-tuned), each head trained until its dev score stopped rising, scored on "
+            "a held-out half of dev: mean (range) over the seeds, and the paired bootstrap of CRF minus spaCy:",
+            "",
+            "| task, data | heads | seeds | CRF | spaCy | CRF - spaCy |",
+            "|---|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
 def plot(folder: Path, path: Path) -> None:
     """The dev score (on the selection half) against steps, one line per run."""
     import matplotlib

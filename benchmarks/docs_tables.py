@@ -612,6 +612,13 @@ def converged(root: Path) -> Optional[str]:
     return environment_line(*records) + "\n\n" + rendered
 
 
+def converged_summary(root: Path) -> str:
+    """The README's converged lines: only tasks with 3 converged seeds per head."""
+    from .converged_report import summary
+
+    return summary(root / "benchmarks" / "runs" / "converged")
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # the components' settings, from their declarations
     "settings-crf_tagger": functools.partial(settings, spine="TAGGER"),
@@ -631,6 +638,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "entity-probabilities-folds": functools.partial(entity_probabilities, prefix="folds_"),
     # on a transformer, trained to convergence
     "converged": converged,
+    "converged-summary": converged_summary,
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
@@ -645,7 +653,7 @@ def fill(text: str, name: str, table: str) -> str:
     else:
         start, end = f"<!-- table:{name}:start -->", f"<!-- table:{name}:end -->"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
-    return pattern.sub(lambda _: f"{start}\n{table}\n{end}", text)
+    return pattern.sub(lambda _: f"{start}\n{table}\n{end}" if table else f"{start}\n{end}", text)
 
 
 def main(argv=None) -> int:

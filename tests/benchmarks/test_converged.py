@@ -10,7 +10,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from benchmarks.converged import per_doc_counts, pooled_score, score_on, stopped_by
-from benchmarks.converged_report import has_counts, load_runs, pooled_bootstrap, table
+from benchmarks.converged_report import has_counts, load_runs, pooled_bootstrap, summary, table
 
 
 def test_patience_or_the_cap_stopped_the_run():
@@ -125,3 +125,21 @@ def test_counts_that_do_not_add_up_to_the_score_are_left_out_of_the_test(tmp_pat
     (tmp_path / "ner10_crf_s1.json").write_text(json.dumps(record(counts, 1)))
     (tmp_path / "ner10_spacy_s1.json").write_text(json.dumps(unannotated))
     assert "seeds [1] are not in the paired bootstrap" in table(tmp_path)
+
+
+def test_summary_shows_only_tasks_with_three_converged_seeds_per_head(tmp_path):
+    counts = [[3, 1, 1], [2, 0, 2], [4, 2, 0]]
+    for seed in (0, 1):
+        (tmp_path / f"ner10_crf_s{seed}.json").write_text(json.dumps(record(counts, seed)))
+        (tmp_path / f"ner10_spacy_s{seed}.json").write_text(json.dumps(record(counts[::-1], seed)))
+    assert summary(tmp_path) == ""  # two seeds: nothing the front door may show
+    (tmp_path / "ner10_crf_s2.json").write_text(json.dumps(record(counts, 2)))
+    unconverged = record(counts, 2)
+    unconverged["converged"] = False
+    (tmp_path / "ner10_spacy_s2.json").write_text(json.dumps(unconverged))
+    assert summary(tmp_path) == ""  # a run the cap stopped does not count
+    (tmp_path / "ner10_spacy_s2.json").write_text(json.dumps(record(counts, 2)))
+    rendered = summary(tmp_path)
+    row = "| entities, UNER English EWT, 10% of train docs | crf_ner / spaCy ner | 0, 1, 2 | 75.00 (75.00-75.00) |"
+    assert row + " 75.00 (75.00-75.00) | +0.00 (p = 1, seeds [0, 1, 2]) |" in rendered
+    assert rendered.count("\n| entities") == 1 and "tags" not in rendered
