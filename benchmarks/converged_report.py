@@ -160,7 +160,7 @@ def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> str:
         counted = [s for s in seeds if all(has_counts(h[s]) for h in heads)]
         result = pooled_bootstrap([heads[0][s] for s in counted], [heads[1][s] for s in counted])
         test = "-" if result is None else f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, seeds {counted})"
-        names = " / ".join(names[0 if kind == "entities" else 1] for names in HEADS.values())
+        names = " / ".join(head_names[0 if kind == "entities" else 1] for head_names in HEADS.values())
         rows.append(f"| {kind}, {data} | {names} | {', '.join(map(str, seeds))} | {cells[0]} | {cells[1]} | {test} |")
     if not rows:
         return ""
