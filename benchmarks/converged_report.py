@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy
 
+from benchmarks.converged import pooled_score
+
 RUNS = Path(__file__).parent / "runs" / "converged"
 TASKS = {
     "ner10": ("entities", "UNER English EWT, 10% of train docs", "ents_f"),
@@ -53,8 +55,7 @@ def has_counts(record: Dict[str, Any]) -> bool:
     per_doc = record["score"].get("per_doc")
     if not per_doc or not per_doc["counts"]:
         return False
-    pooled = _metric(numpy.asarray(per_doc["counts"], dtype="float64").sum(axis=0), per_doc["score"])
-    return bool(abs(float(pooled) - record["score"][per_doc["score"]]) <= 1e-9)
+    return abs(pooled_score(per_doc) - record["score"][per_doc["score"]]) <= 1e-9
 
 
 def pooled_bootstrap(

@@ -231,7 +231,7 @@ def _viterbi(
     last = start + emitted(0, B)  # shape: (n, K), the scores after the last step of the rows running
     # compact: each row's scores after its own last step, written when it ends
     # (or after the loop, for the rows still running then)
-    score = torch.empty_like(last)
+    score = torch.empty_like(last) if running is not None else last
     # leaving[t]: the scores after step t - 1 plus `leave`, rows running at t (t >= 1; [0] is never read)
     leaving = [last]
     running_before = B
