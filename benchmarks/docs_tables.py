@@ -325,12 +325,49 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "c
     "crossfit_" (the project's entity-probabilities-crossfit): each dev half
     measured by the pipeline calibrated on the other, pooled (`--and`);
     "folds_" (entity-probabilities-folds): each train fold measured by the
-    pipeline trained on the other folds; "probabilities_" in trf/
-    (trf-ner-probabilities): crossfit_'s on the transformer."""
+    pipeline trained on the other folds."""
     paths = sorted((root / "metrics" / folder).glob(f"{prefix}*.json"))
     records = {path.stem[len(prefix) :]: load(path) for path in paths}
-    # the precision/recall plot of a record: pr_PREFIXNAME.png
-    plots = {path.stem[len(prefix) :]: f"pr_{path.stem}.png" for path in paths}
+    # the precision/recall plot of a record: pr_PREFIXNAME.png, copied into docs/images
+    plots = {
+        path.stem[len(prefix) :]: f"pr_{path.stem}.png"
+        for path in paths
+        if (root / "metrics" / folder / f"pr_{path.stem}.png").exists()
+    }
+    return entity_probability_tables(records, plots)
+
+
+def converged_probabilities(root: Path) -> Optional[str]:
+    """benchmarks/runs/converged/probabilities/*.json
+    (`python -m benchmarks.converged_probabilities`): a converged run's
+    entity probabilities, cross-fitted on its dev halves; the plots are
+    docs/images/pr_converged_NAME.png."""
+    paths = sorted((root / "benchmarks" / "runs" / "converged" / "probabilities").glob("*.json"))
+    records = {path.stem: load(path) for path in paths}
+    plots = {
+        path.stem: f"pr_converged_{path.stem}.png"
+        for path in paths
+        if (root / "docs" / "images" / f"pr_converged_{path.stem}.png").exists()
+    }
+    return entity_probability_tables(records, plots)
+
+
+def _probabilities_kind(r: Dict) -> str:
+    """How a record's probabilities were made: crf_ner's posteriors at their
+    temperatures (and what these were fitted to), or beam_ner's beam scores."""
+    if r["system"] == "beam_ner":
+        return f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})"
+    _, taus = _measured_on(r)
+    objective = r.get("objective")
+    if objective == "none":
+        return f"exact posteriors as trained, tau = {taus}"
+    fitted = f" fitted to {objective}" if objective else ""
+    return f"exact posteriors, tau{fitted} = {taus}"
+
+
+def entity_probability_tables(records: Dict[str, Dict], plots: Dict[str, str]) -> Optional[str]:
+    """The calibration table, the precision/recall over t table and the plots
+    (docs/images/PLOT) of benchmarks.entity_probabilities records, by name."""
     if not records:
         return None
     lines = [
@@ -340,17 +377,12 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "c
     ]
     for name, r in records.items():
         e = r["entities"]
-        where, taus = _measured_on(r)
-        kind = (
-            f"exact posteriors, tau = {taus}"
-            if r["system"] != "beam_ner"
-            else f"beam scores (width {(r.get('beam') or {}).get('beam_width', '?')})"
-        )
+        where, _ = _measured_on(r)
         at = (e.get("precision_at") or {}).get("0.9") or {}
         high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
         floor = "-" if e.get("ece_sampling") is None else f"{e['ece_sampling']:.4f}"
         lines.append(
-            f"| `{name}` | {r['system']} | {kind} | {where} | {e['n']:,} | {e['ece']:.4f} "
+            f"| `{name}` | {r['system']} | {_probabilities_kind(r)} | {where} | {e['n']:,} | {e['ece']:.4f} "
             f"| {floor} | {e['brier']:.4f} | {high} |"
         )
     shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
@@ -364,11 +396,7 @@ def entity_probabilities(root: Path, prefix: str = "crossfit_", folder: str = "c
                 continue
             cells.append(" / ".join(_percent(row[key]) for key in ("precision", "recall", "f1")))
         curve.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
-    images = [
-        f"![precision and recall over t, {name}](images/{plots[name]})"
-        for name in records
-        if (root / "metrics" / folder / plots[name]).exists()
-    ]
+    images = [f"![precision and recall over t, {name}](images/{plots[name]})" for name in records if name in plots]
     first = next(iter(records.values()))
     head = (
         f"{environment_line(*records.values())} {'Gold tokens' if first.get('gold_preproc') else 'Raw text'}; "
@@ -572,7 +600,6 @@ IMAGES = (
     "calibration/pr_crossfit_*.png",
     "calibration/pr_folds_*.png",
     "calibration/reliability_folds_*.png",
-    "trf/pr_probabilities_*.png",
 )
 
 
@@ -639,6 +666,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # on a transformer, trained to convergence
     "converged": converged,
     "converged-summary": converged_summary,
+    "converged-probabilities": converged_probabilities,
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,

@@ -239,6 +239,46 @@ def test_entity_probabilities_tables(tmp_path):
     assert table in page
 
 
+def test_converged_probabilities_table(tmp_path):
+    """benchmarks/runs/converged/probabilities/*.json (benchmarks.converged_probabilities):
+    each record's objective is said, and a plot is shown when docs/images has it."""
+    from benchmarks.docs_tables import converged_probabilities
+
+    assert converged_probabilities(tmp_path) is None
+    curve = {
+        "n": 886,
+        "ece": 0.05,
+        "ece_sampling": 0.03,
+        "brier": 0.17,
+        "precision_at": {"0.9": {"n": 235, "precision": 0.86}},
+    }
+    folder = tmp_path / "benchmarks" / "runs" / "converged" / "probabilities"
+    pairs = [
+        {"dev": "corpus/uner-dev-b.spacy", "temperature": 2.71},
+        {"dev": "corpus/uner-dev-a.spacy", "temperature": 2.46},
+    ]
+    common = {"gold_preproc": False, "environment": ENV, "entities": curve, "thresholds": []}
+    write(
+        folder / "ner10_crf_s2_entities.json", {"system": "crf_ner", "objective": "entities", "pairs": pairs, **common}
+    )
+    as_trained = [{**pair, "temperature": 1.0} for pair in pairs]
+    write(folder / "ner10_crf_s2_none.json", {"system": "crf_ner", "objective": "none", "pairs": as_trained, **common})
+    beam_pairs = [{"dev": pair["dev"], "beam": {"beam_width": 32}} for pair in pairs]
+    write(
+        folder / "ner10_beam_s0.json",
+        {"system": "beam_ner", "objective": None, "beam": {"beam_width": 32}, "pairs": beam_pairs, **common},
+    )
+    (tmp_path / "docs" / "images").mkdir(parents=True)
+    (tmp_path / "docs" / "images" / "pr_converged_ner10_crf_s2_entities.png").write_bytes(b"png")
+    table = converged_probabilities(tmp_path)
+    assert "| `ner10_crf_s2_entities` | crf_ner | exact posteriors, tau fitted to entities = 2.71, 2.46 |" in table
+    assert "| `ner10_crf_s2_none` | crf_ner | exact posteriors as trained, tau = 1.00, 1.00 |" in table
+    assert "| `ner10_beam_s0` | beam_ner | beam scores (width 32) |" in table
+    assert "Raw text" in table
+    assert "](images/pr_converged_ner10_crf_s2_entities.png)" in table and "ner10_beam_s0](images" not in table
+    assert table in rendered_page(tmp_path, "converged-probabilities")
+
+
 def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
     from benchmarks.docs_tables import peers, pipeline_compare
 

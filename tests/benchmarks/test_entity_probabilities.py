@@ -3,6 +3,7 @@ exact posteriors) and of spaCy's beam_ner (its beam scores), their
 calibration and precision/recall over a threshold, on tiny trained pipelines."""
 
 import json
+import shutil
 
 import numpy
 import pytest
@@ -11,6 +12,7 @@ from spacy.scorer import Scorer
 from spacy.tokens import DocBin
 from spacy.training import Example
 
+from benchmarks import converged_probabilities
 from benchmarks import entity_probabilities as script
 from spacy_crf.calibration import Outcomes, entity_outcomes
 
@@ -297,3 +299,59 @@ def test_reliability_pooled_draws_both_records(crf_model, dev, tmp_path, monkeyp
         reliability_pooled.main(
             [str(tmp_path / "single.json"), str(tmp_path / "after.json"), "--plot", str(tmp_path / "x.png")]
         )
+
+
+def converged_run(tmp_path, model):
+    """A folder as benchmarks.converged leaves it: model-best and a run.json
+    naming the dev half it chose on (the even dev docs) and the one it scored on."""
+    run = tmp_path / "ner_s0"
+    shutil.copytree(model, run / "model-best")
+    nlp = spacy.blank("en")
+    docs = [Example.from_dict(nlp.make_doc(text), {"entities": ents}).reference for text, ents in DEV_DATA]
+    select, score = tmp_path / "dev-a.spacy", tmp_path / "dev-b.spacy"
+    DocBin(docs=docs[0::2]).to_disk(select)
+    DocBin(docs=docs[1::2]).to_disk(score)
+    (run / "run.json").write_text(json.dumps({"dev_select": str(select), "dev_score": str(score)}))
+    return run, str(select), str(score)
+
+
+@pytest.mark.parametrize("objective", ["tokens", "entities"])
+def test_converged_probabilities_measure_each_half_by_the_copy_calibrated_on_the_other(crf_model, tmp_path, objective):
+    from spacy_crf.calibration.temperature import calibrate
+
+    run, select, score = converged_run(tmp_path, crf_model)
+    out = tmp_path / "probs.json"
+    assert converged_probabilities.main([str(run), "--objective", objective, "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["run"] == "ner_s0" and result["objective"] == objective and result["system"] == "crf_ner"
+    assert [pair["dev"] for pair in result["pairs"]] == [score, select]
+    for pair, fitted_on in zip(result["pairs"], (select, score)):
+        fit = calibrate(run / "model-best", fitted_on, objective=objective, write=False)
+        assert pair["temperature"] == pytest.approx(fit.after.temperature)
+    # the pooled figures are those of the script given the same pairs
+    again = run_script(
+        run / f"calibrated_{objective}_select",
+        score,
+        tmp_path / "again.json",
+        "--and",
+        str(run / f"calibrated_{objective}_score"),
+        select,
+    )
+    assert again["entities"] == result["entities"] and again["thresholds"] == result["thresholds"]
+    assert result["gold_entities"] == sum(len(ents) for _, ents in DEV_DATA)
+
+
+def test_converged_probabilities_as_trained_and_of_beam_ner(crf_model, beam_model, tmp_path):
+    run, select, score = converged_run(tmp_path / "crf", crf_model)
+    out = tmp_path / "none.json"
+    assert converged_probabilities.main([str(run), "--objective", "none", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [pair["temperature"] for pair in result["pairs"]] == pytest.approx([TEMPERATURE, TEMPERATURE])
+    assert not list(run.glob("calibrated_*"))
+    run, select, score = converged_run(tmp_path / "beam", beam_model)
+    out = tmp_path / "beam.json"
+    assert converged_probabilities.main([str(run), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["system"] == "beam_ner" and result["objective"] is None
+    assert [pair["dev"] for pair in result["pairs"]] == [score, select]
+    assert all(pair["beam"]["beam_width"] == 8 for pair in result["pairs"])
