@@ -67,13 +67,16 @@ def read_log(path: Path) -> List[Dict[str, Any]]:
     return rows
 
 
-def score_on(model: Path, dev: Path) -> Dict[str, Any]:
+def score_on(model: Path, dev: Path, gpu_id: int = -1) -> Dict[str, Any]:
     """spaCy's scores of a pipeline on a corpus, read as its training read
-    its dev corpus (gold_preproc or not: the config's)."""
+    its dev corpus (gold_preproc or not: the config's), on GPU `gpu_id`
+    (-1: the CPU)."""
     import spacy
     from spacy.scorer import Scorer
     from spacy.training import Corpus
 
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
     nlp = spacy.load(model)
     gold_preproc = bool(nlp.config["corpora"]["dev"].get("gold_preproc", False))
     examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
@@ -85,7 +88,7 @@ def score_on(model: Path, dev: Path) -> Dict[str, Any]:
     scores = Scorer(nlp=nlp).score(examples)
     scores["speed"] = sum(len(eg.predicted) for eg in examples) / max(seconds, 1e-9)
     result = {key: value for key, value in scores.items() if isinstance(value, (int, float))}
-    per_doc = per_doc_counts(examples, "ents_f" if "ents_f" in result else "tag_acc")
+    per_doc = per_doc_counts(examples, counted_score(result))
     reported = result.get(per_doc["score"])
     if reported is not None and abs(pooled_score(per_doc) - reported) > 1e-9:
         # kept, for the record; benchmarks.converged_report leaves such counts out of the bootstrap
@@ -96,7 +99,7 @@ def score_on(model: Path, dev: Path) -> Dict[str, Any]:
 
 def pooled_score(per_doc: Dict[str, Any]) -> float:
     """The corpus score the per-doc counts add up to: F1 of the pooled
-    (tp, fp, fn) for ents_f, correct / gold for tag_acc."""
+    (tp, fp, fn) for ents_f, correct / gold for tag_acc and pos_acc."""
     totals = [sum(column) for column in zip(*per_doc["counts"])]
     if per_doc["score"] == "ents_f":
         tp, fp, fn = totals or (0, 0, 0)
@@ -105,11 +108,21 @@ def pooled_score(per_doc: Dict[str, Any]) -> float:
     return correct / gold if gold else 0.0
 
 
+# the token scores with per-doc counts: the aligned attribute and the token's
+TOKEN_SCORES = {"tag_acc": ("TAG", "tag_"), "pos_acc": ("POS", "pos_")}
+
+
+def counted_score(scores: Dict[str, Any]) -> str:
+    """The score whose per-doc counts a run records: ents_f, else tag_acc,
+    else pos_acc (a morphologizer's UPOS)."""
+    return next((key for key in ("ents_f", *TOKEN_SCORES) if key in scores), "tag_acc")
+
+
 def per_doc_counts(examples: List[Any], score: str) -> Dict[str, Any]:
     """Each dev doc's counts, for a paired bootstrap over docs: for ents_f
     (true positives, false positives, false negatives) of entities matched
     on characters and label, as spaCy's scorer matches them; for tag_acc
-    (correct, gold) tokens, aligned as spaCy's scorer aligns them."""
+    and pos_acc (correct, gold) tokens, aligned as spaCy's scorer aligns them."""
     counts = []
     for eg in examples:
         if score == "ents_f":
@@ -117,7 +130,9 @@ def per_doc_counts(examples: List[Any], score: str) -> Dict[str, Any]:
             found = {(e.start_char, e.end_char, e.label_) for e in eg.predicted.ents}
             counts.append([len(gold & found), len(found - gold), len(gold - found)])
         else:
-            pairs = [(g, t.tag_) for g, t in zip(eg.get_aligned("TAG", as_string=True), eg.predicted) if g]
+            aligned, attr = TOKEN_SCORES[score]
+            gold_values = eg.get_aligned(aligned, as_string=True)
+            pairs = [(g, getattr(t, attr)) for g, t in zip(gold_values, eg.predicted) if g]
             counts.append([sum(g == p for g, p in pairs), len(pairs)])
     return {"score": score, "counts": counts}
 
@@ -132,6 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the CPU's cores)")
+    parser.add_argument("--gpu-id", type=int, default=-1, help="train and score on this GPU (-1: the CPU)")
     parser.add_argument("--protocol", type=json.loads, default={}, help="JSON overrides of PROTOCOL (smoke tests only)")
     parser.add_argument(
         "--rescore", action="store_true", help="no training: score OUTPUT's model-best on DEV_SCORE again"
@@ -139,7 +155,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.rescore:
         record = json.loads((args.output / "run.json").read_text())
-        record["score"] = score_on(args.output / "model-best", args.dev_score)
+        record["score"] = score_on(args.output / "model-best", args.dev_score, args.gpu_id)
         record.setdefault("environment", environment())
         (args.output / "run.json").write_text(json.dumps(record, indent=2) + "\n")
         return 0
@@ -156,6 +172,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         str(args.output),
         "--max-steps",
         str(p["max_steps"]),
+        "--gpu-id",
+        str(args.gpu_id),
         "--paths.train",
         str(args.train),
         "--paths.dev",
@@ -205,11 +223,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         "best_select_score": best["score"],
         "stopped_by": stop,
         "converged": stop == "patience",
-        "score": score_on(args.output / "model-best", args.dev_score),
+        "score": score_on(args.output / "model-best", args.dev_score, args.gpu_id),
         "evaluations": evaluations,
         "wall_seconds": round(wall, 1),
         "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
         "threads": args.threads,
+        "gpu_id": args.gpu_id,
         "environment": environment(),
     }
     (args.output / "run.json").write_text(json.dumps(record, indent=2) + "\n")

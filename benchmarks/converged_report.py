@@ -24,11 +24,21 @@ import numpy
 from benchmarks.converged import pooled_score
 
 RUNS = Path(__file__).parent / "runs" / "converged"
+# a record's TASK: what is scored, on which data, and the score
 TASKS = {
     "ner10": ("entities", "UNER English EWT, 10% of train docs", "ents_f"),
     "tag10": ("tags", "UD English EWT, 10% of train docs", "tag_acc"),
+    "ner": ("entities", "UNER English EWT, all train docs", "ents_f"),
+    "tag": ("tags", "UD English EWT, all train docs", "tag_acc"),
+    "morph": ("UPOS", "UD English EWT, all train docs", "pos_acc"),
 }
-HEADS = {"crf": ("crf_ner", "crf_tagger"), "spacy": ("spaCy ner", "spaCy tagger")}
+# a record's HEAD, per kind of task; the paired test is CRF against spaCy's
+HEADS = {
+    "entities": {"crf": "crf_ner", "spacy": "spaCy ner", "beam": "spaCy beam_ner"},
+    "tags": {"crf": "crf_tagger", "spacy": "spaCy tagger"},
+    "UPOS": {"crf": "crf_morphologizer", "spacy": "spaCy morphologizer"},
+}
+PAIRED = ("crf", "spacy")
 
 
 def load_runs(folder: Path = RUNS) -> Dict[Tuple[str, str], Dict[int, Dict[str, Any]]]:
@@ -108,7 +118,7 @@ def table(folder: Path = RUNS) -> Optional[str]:
     ]
     tests = []
     for task, (kind, data, score) in TASKS.items():
-        for head in HEADS:
+        for head, name in HEADS[kind].items():
             records = runs.get((task, head), {})
             if not records:
                 continue
@@ -117,13 +127,12 @@ def table(folder: Path = RUNS) -> Optional[str]:
             converged = sum(records[s]["converged"] for s in seeds)
             steps = ", ".join(f"{records[s]['steps']} ({records[s]['best_step']})" for s in seeds)
             spread = f" ({_percent(min(values))}-{_percent(max(values))})" if len(values) > 1 else ""
-            name = HEADS[head][0 if kind == "entities" else 1]
             lines.append(
                 f"| {kind}, {data} | {name} | {', '.join(map(str, seeds))} | {converged} of {len(seeds)} | "
                 f"{steps} | {_percent(statistics.mean(values))}{spread} |"
             )
         both = sorted(set(runs.get((task, "crf"), {})) & set(runs.get((task, "spacy"), {})))
-        counted = [s for s in both if all(has_counts(runs[(task, h)][s]) for h in HEADS)]
+        counted = [s for s in both if all(has_counts(runs[(task, h)][s]) for h in PAIRED)]
         result = pooled_bootstrap(
             [runs[(task, "crf")][s] for s in counted], [runs[(task, "spacy")][s] for s in counted]
         )
@@ -150,7 +159,7 @@ def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> str:
     runs = load_runs(folder)
     rows = []
     for task, (kind, data, score) in TASKS.items():
-        heads = [runs.get((task, head), {}) for head in HEADS]
+        heads = [runs.get((task, head), {}) for head in PAIRED]
         seeds = sorted(set(heads[0]) & set(heads[1]))
         if len(seeds) < min_seeds or not all(h[s]["converged"] for h in heads for s in seeds):
             continue
@@ -161,7 +170,7 @@ def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> str:
         counted = [s for s in seeds if all(has_counts(h[s]) for h in heads)]
         result = pooled_bootstrap([heads[0][s] for s in counted], [heads[1][s] for s in counted])
         test = "-" if result is None else f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, seeds {counted})"
-        names = " / ".join(head_names[0 if kind == "entities" else 1] for head_names in HEADS.values())
+        names = " / ".join(HEADS[kind][head] for head in PAIRED)
         rows.append(f"| {kind}, {data} | {names} | {', '.join(map(str, seeds))} | {cells[0]} | {cells[1]} | {test} |")
     if not rows:
         return ""
@@ -189,12 +198,12 @@ def plot(folder: Path, path: Path) -> None:
     fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         kind, data, score = TASKS[task]
-        for head, color in (("crf", "tab:blue"), ("spacy", "tab:orange")):
+        for head, color in (("crf", "tab:blue"), ("spacy", "tab:orange"), ("beam", "tab:green")):
             for seed, record in sorted(runs.get((task, head), {}).items()):
                 steps = [e["step"] for e in record["evaluations"]]
                 values = [100 * e["score"] for e in record["evaluations"]]
-                label = f"{HEADS[head][0 if kind == 'entities' else 1]}, seed {seed}"
-                ax.plot(steps, values, color=color, alpha=0.4 + 0.2 * seed, linewidth=1.2, label=label)
+                label = f"{HEADS[kind][head]}, seed {seed}"
+                ax.plot(steps, values, color=color, alpha=min(1.0, 0.4 + 0.2 * seed), linewidth=1.2, label=label)
                 ax.plot([record["best_step"]], [100 * record["best_select_score"]], "o", color=color, markersize=4)
         ax.set_title(f"{kind}: {data}", fontsize=10)
         ax.set_xlabel("training step (batches of 2000 padded tokens)")
