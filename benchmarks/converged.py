@@ -74,12 +74,18 @@ def score_on(model: Path, dev: Path, gpu_id: int = -1) -> Dict[str, Any]:
     import spacy
     from spacy.scorer import Scorer
     from spacy.training import Corpus
+    from spacy.training.corpus import walk_corpus
 
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
     nlp = spacy.load(model)
     gold_preproc = bool(nlp.config["corpora"]["dev"].get("gold_preproc", False))
-    examples = list(Corpus(dev, gold_preproc=gold_preproc)(nlp))
+    # the examples as Corpus makes them (one per sentence with gold_preproc), grouped by the doc they came from
+    corpus = Corpus(dev, gold_preproc=gold_preproc)
+    make = corpus.make_examples_gold_preproc if gold_preproc else corpus.make_examples
+    groups = [list(make(nlp, [doc])) for doc in corpus.read_docbin(nlp.vocab, walk_corpus(dev, ".spacy"))]
+    groups = [group for group in groups if group]
+    examples = [eg for group in groups for eg in group]
     # predicted once, then scored as nlp.evaluate scores (which predicts copies, leaving `examples` unannotated)
     start = time.perf_counter()
     for eg, doc in zip(examples, nlp.pipe(eg.predicted for eg in examples)):
@@ -89,6 +95,9 @@ def score_on(model: Path, dev: Path, gpu_id: int = -1) -> Dict[str, Any]:
     scores["speed"] = sum(len(eg.predicted) for eg in examples) / max(seconds, 1e-9)
     result = {key: value for key, value in scores.items() if isinstance(value, (int, float))}
     per_doc = per_doc_counts(examples, counted_score(result))
+    # one row per dev doc: a doc's sentences are not independent draws for the bootstrap
+    rows = iter(per_doc["counts"])
+    per_doc["counts"] = [[sum(column) for column in zip(*[next(rows) for _ in group])] for group in groups]
     reported = result.get(per_doc["score"])
     if reported is not None and abs(pooled_score(per_doc) - reported) > 1e-9:
         # kept, for the record; benchmarks.converged_report leaves such counts out of the bootstrap

@@ -16,12 +16,19 @@
 # PROTOCOL (JSON overrides of the protocol, for smoke tests only).
 # Needs CORPUS/{en_ewt-ud-train,ewt-dev-a,ewt-dev-b,uner-train,uner-dev-a,uner-dev-b}.spacy: the
 # project's convert commands and `python -m benchmarks.split_corpus DEV A B --interleave`.
-# Exits non-zero when a run failed (the others still run).
+# Run from the project root. Exits 2 before any training on an unknown RUN, and 1 when a run
+# failed (the others still run). Set WORK to keep the trained pipelines (for
+# benchmarks.converged_probabilities, which reads a run's model-best).
 set -uo pipefail
 out=${1:?usage: converged_full.sh OUT [RUN ...]}
 shift
+all=(tag_crf tag_spacy morph_crf morph_spacy ner_crf ner_spacy ner_beam)
 runs=("$@")
-[[ ${#runs[@]} -gt 0 ]] || runs=(tag_crf tag_spacy morph_crf morph_spacy ner_crf ner_spacy ner_beam)
+[[ ${#runs[@]} -gt 0 ]] || runs=("${all[@]}")
+for run in "${runs[@]}"; do  # every name checked before anything trains
+    [[ " ${all[*]} " == *" $run "* ]] || { echo "unknown run '$run' (one of: ${all[*]})" >&2; exit 2; }
+done
+[[ -f configs/trf_ner.cfg ]] || { echo "run from the project root (configs/ not found)" >&2; exit 2; }
 corpus=${CORPUS:-corpus}
 encoder=${ENCODER:-assets/all-MiniLM-L6-v2}
 seed=${SEED:-0}
@@ -38,7 +45,6 @@ for run in "${runs[@]}"; do
         ner_crf) config=trf_ner.cfg data=uner ;;
         ner_spacy) config=trf_ner_spacy.cfg data=uner ;;
         ner_beam) config=trf_ner_beam.cfg data=uner ;;
-        *) echo "unknown run '$run'" >&2; exit 2 ;;
     esac
     train=$corpus/$([[ $data == ewt ]] && echo en_ewt-ud-train || echo uner-train).spacy
     name=${run}_s$seed
@@ -50,7 +56,7 @@ for run in "${runs[@]}"; do
     rc=$?
     echo "$(date -u +%FT%TZ) end $name rc=$rc" >> "$out/converged_full.log"
     if [[ $rc -eq 0 ]]; then
-        cp "$work/$name/run.json" "$out/$name.json"
+        cp "$work/$name/run.json" "$out/$name.json" || status=1
     else
         status=1
         tail -20 "$work/$name.log" >> "$out/converged_full.log"

@@ -77,6 +77,8 @@ def pooled_bootstrap(
     difference, its 95% interval and a two-sided p-value (at least 1/draws)."""
     if not a or not all(has_counts(r) for r in a + b):
         return None
+    if len({r["score"]["per_doc"]["score"] for r in a + b}) > 1:
+        return None  # the records count different scores (tag_acc against pos_acc): no test
     score = a[0]["score"]["per_doc"]["score"]
     counts_a = numpy.asarray([r["score"]["per_doc"]["counts"] for r in a], dtype="float64")  # (seeds, docs, k)
     counts_b = numpy.asarray([r["score"]["per_doc"]["counts"] for r in b], dtype="float64")
@@ -139,14 +141,14 @@ def table(folder: Path = RUNS) -> Optional[str]:
         lacking = [s for s in both if s not in counted]
         if result is not None:
             tests.append(
-                f"- {kind}: CRF minus spaCy, seed{'s' if len(counted) > 1 else ''} {', '.join(map(str, counted))} "
+                f"- {kind}, {data}: CRF minus spaCy, seed{'s' if len(counted) > 1 else ''} {', '.join(map(str, counted))} "
                 f"pooled over the {result['docs']} held-out docs: {100 * result['difference']:+.2f} (95% interval "
                 f"{100 * result['low']:+.2f} to {100 * result['high']:+.2f}, p = {result['p']:.3g}, "
                 f"{result['draws']:,} draws)"
             )
         if lacking:
             tests.append(
-                f"- {kind}: seeds {lacking} are not in the paired bootstrap: a record lacks per-doc counts that add up "
+                f"- {kind}, {data}: seeds {lacking} are not in the paired bootstrap: a record lacks per-doc counts that add up "
                 "to its score (`python -m benchmarks.converged ... --rescore` on the trained pipelines adds them)"
             )
     return "\n".join(lines + ([""] + tests if tests else []))
@@ -200,11 +202,18 @@ def plot(folder: Path, path: Path) -> None:
         kind, data, score = TASKS[task]
         for head, color in (("crf", "tab:blue"), ("spacy", "tab:orange"), ("beam", "tab:green")):
             for seed, record in sorted(runs.get((task, head), {}).items()):
-                steps = [e["step"] for e in record["evaluations"]]
-                values = [100 * e["score"] for e in record["evaluations"]]
+                # the task's score (the selection's weighted score where the log lacks it), in percent
+                curve = {e["step"]: e.get("scores", {}).get(score, 100 * e["score"]) for e in record["evaluations"]}
                 label = f"{HEADS[kind][head]}, seed {seed}"
-                ax.plot(steps, values, color=color, alpha=min(1.0, 0.4 + 0.2 * seed), linewidth=1.2, label=label)
-                ax.plot([record["best_step"]], [100 * record["best_select_score"]], "o", color=color, markersize=4)
+                ax.plot(
+                    list(curve),
+                    list(curve.values()),
+                    color=color,
+                    alpha=min(1.0, 0.4 + 0.2 * seed),
+                    linewidth=1.2,
+                    label=label,
+                )
+                ax.plot([record["best_step"]], [curve[record["best_step"]]], "o", color=color, markersize=4)
         ax.set_title(f"{kind}: {data}", fontsize=10)
         ax.set_xlabel("training step (batches of 2000 padded tokens)")
         ax.set_ylabel(f"{score} on the selection dev half")

@@ -106,8 +106,8 @@ def test_table_names_each_tasks_heads_and_tests_only_crf_against_spacy(tmp_path)
     tests = [line for line in rendered.splitlines() if line.startswith("- ")]
     assert (
         len(tests) == 2
-        and tests[0].startswith("- entities: CRF minus spaCy")
-        and "UPOS: CRF minus spaCy, seed 0" in tests[1]
+        and tests[0].startswith("- entities, UNER English EWT, all train docs: CRF minus spaCy")
+        and "UPOS, UD English EWT, all train docs: CRF minus spaCy, seed 0" in tests[1]
     )
     from benchmarks import converged_report
 
@@ -172,6 +172,34 @@ def test_score_on_counts_the_pipelines_predictions_and_pools_to_its_score(tmp_pa
     else:
         assert per_doc["score"] == ("tag_acc" if pipe == "tagger" else "pos_acc")
         assert [gold for _, gold in per_doc["counts"]] == [3, 3, 3]
+
+
+def test_score_on_counts_one_row_per_doc_when_the_config_reads_sentences(tmp_path):
+    """With gold_preproc (the EWT configs) Corpus makes one example per
+    sentence; the counts still have one row per dev doc, the bootstrap's unit."""
+    vocab = spacy.blank("en").vocab
+    words = ["Anna", "runs", ".", "Bob", "sleeps", "."]
+    tags = ["NNP", "VBZ", ".", "NNP", "VBZ", "."]
+    starts = [True, False, False, True, False, False]
+    gold = [
+        Doc(vocab, words=words[: 3 + 3 * (i > 0)], tags=tags[: 3 + 3 * (i > 0)], sent_starts=starts[: 3 + 3 * (i > 0)])
+        for i in range(3)
+    ]
+    DocBin(docs=gold).to_disk(tmp_path / "dev.spacy")
+    model = _saved_pipeline(tmp_path, gold, "tagger")
+    config = spacy.util.load_config(model / "config.cfg")
+    config["corpora"]["dev"]["gold_preproc"] = True
+    config.to_disk(model / "config.cfg")
+    result = score_on(model, tmp_path / "dev.spacy")
+    counts = result["per_doc"]["counts"]
+    assert [gold_tokens for _, gold_tokens in counts] == [3, 6, 6]  # docs of 1, 2 and 2 sentences
+    assert pooled_score(result["per_doc"]) == pytest.approx(result["tag_acc"], abs=1e-12)
+
+
+def test_records_counting_different_scores_are_not_paired():
+    a = {**record([[0, 0, 0]]), "score": {"tag_acc": 0.5, "per_doc": {"score": "tag_acc", "counts": [[1, 2]]}}}
+    b = {**record([[0, 0, 0]]), "score": {"pos_acc": 0.5, "per_doc": {"score": "pos_acc", "counts": [[1, 2]]}}}
+    assert pooled_bootstrap([a], [b]) is None and pooled_bootstrap([a], [a]) is not None
 
 
 def test_counts_that_do_not_add_up_to_the_score_are_left_out_of_the_test(tmp_path):
@@ -281,5 +309,9 @@ def test_full_data_script_lands_each_run_as_it_finishes(tmp_path):
     assert sorted(load_runs(out)) == [("morph", "spacy"), ("ner", "beam"), ("tag", "crf")]
     log = (out / "converged_full.log").read_text()
     assert log.count(" rc=0") == 3
-    wrong = subprocess.run(["bash", str(script), str(out), "tag"], cwd=ROOT, env=env, capture_output=True, text=True)
+    # a misspelt name stops the script before anything trains, the valid names before it included
+    wrong = subprocess.run(
+        ["bash", str(script), str(out), "tag_crf", "tag"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert wrong.returncode == 2 and "unknown run 'tag'" in wrong.stderr
+    assert (out / "converged_full.log").read_text() == log
