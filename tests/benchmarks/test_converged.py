@@ -24,20 +24,11 @@ def test_patience_or_the_cap_stopped_the_run():
 def test_per_doc_counts_match_spacys_entity_and_tag_matching():
     vocab = spacy.blank("en").vocab
     words = ["Anna", "lives", "in", "Rome"]
-    gold = Doc(
-        vocab,
-        words=words,
-        ents=["B-PER", "O", "O", "B-LOC"],
-        tags=["NNP", "VBZ", "IN", "NNP"],
-        pos=["PROPN", "VERB", "ADP", "PROPN"],
-    )
-    predicted = Doc(
-        vocab,
-        words=words,
-        ents=["B-PER", "O", "B-LOC", "I-LOC"],
-        tags=["NNP", "VBZ", "IN", "NN"],
-        pos=["PROPN", "NOUN", "ADP", "NOUN"],
-    )
+    # gold, then predicted: one entity, one tag and two UPOS wrong
+    ents = (["B-PER", "O", "O", "B-LOC"], ["B-PER", "O", "B-LOC", "I-LOC"])
+    tags = (["NNP", "VBZ", "IN", "NNP"], ["NNP", "VBZ", "IN", "NN"])
+    pos = (["PROPN", "VERB", "ADP", "PROPN"], ["PROPN", "NOUN", "ADP", "NOUN"])
+    gold, predicted = (Doc(vocab, words=words, ents=ents[i], tags=tags[i], pos=pos[i]) for i in (0, 1))
     eg = Example(predicted, gold)
     assert per_doc_counts([eg], "ents_f") == {"score": "ents_f", "counts": [[1, 1, 1]]}
     assert per_doc_counts([eg], "tag_acc") == {"score": "tag_acc", "counts": [[3, 4]]}

@@ -180,19 +180,23 @@ def test_quantize_block_reads_its_own_folder(tmp_path):
     assert "Some CPU (2 logical CPUs; avx2)" in page and page.count("malloc: steady") == 1
 
 
+# the entity calibration figures of a benchmarks.entity_probabilities record
+CURVE = {
+    "n": 800,
+    "ece": 0.04,
+    "ece_sampling": 0.035,
+    "brier": 0.15,
+    "precision_at": {"0.9": {"n": 60, "precision": 0.95}},
+}
+
+
 def test_entity_probabilities_tables(tmp_path):
     """The cross-fitted records (crossfit_*.json, benchmarks.entity_probabilities
     --and) and the held-out folds (folds_*.json), each block its own."""
     from benchmarks.docs_tables import entity_probabilities
 
     assert entity_probabilities(tmp_path, prefix="crossfit_") is None
-    curve = {
-        "n": 800,
-        "ece": 0.04,
-        "ece_sampling": 0.035,
-        "brier": 0.15,
-        "precision_at": {"0.9": {"n": 60, "precision": 0.95}},
-    }
+    curve = CURVE
     pairs = [
         {"dev": "corpus/uner-dev-b.spacy", "temperature": 1.5},
         {"dev": "corpus/uner-dev-a.spacy", "temperature": 1.25},
@@ -245,13 +249,7 @@ def test_converged_probabilities_table(tmp_path):
     from benchmarks.docs_tables import converged_probabilities
 
     assert converged_probabilities(tmp_path) is None
-    curve = {
-        "n": 886,
-        "ece": 0.05,
-        "ece_sampling": 0.03,
-        "brier": 0.17,
-        "precision_at": {"0.9": {"n": 235, "precision": 0.86}},
-    }
+    curve = {**CURVE, "n": 886, "ece": 0.05, "precision_at": {"0.9": {"n": 235, "precision": 0.86}}}
     folder = tmp_path / "benchmarks" / "runs" / "converged" / "probabilities"
     pairs = [
         {"dev": "corpus/uner-dev-b.spacy", "temperature": 2.71},
