@@ -639,11 +639,16 @@ def converged(root: Path) -> Optional[str]:
     return environment_line(*records) + "\n\n" + rendered
 
 
-def converged_summary(root: Path) -> str:
-    """The README's converged lines: only tasks with 3 converged seeds per head."""
-    from .converged_report import summary
+def converged_summary(root: Path) -> Optional[str]:
+    """The README's converged lines: only tasks with 3 converged seeds per
+    head ("" where none has them); None without run records (the block is
+    left as it is)."""
+    from .converged_report import load_runs, summary
 
-    return summary(root / "benchmarks" / "runs" / "converged")
+    folder = root / "benchmarks" / "runs" / "converged"
+    if not load_runs(folder):
+        return None
+    return summary(folder)
 
 
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {

@@ -220,6 +220,11 @@ def test_summary_shows_only_tasks_with_three_converged_seeds_per_head(tmp_path):
     row = "| entities, UNER English EWT, 10% of train docs | crf_ner / spaCy ner | 0, 1, 2 | 75.00 (75.00-75.00) |"
     assert row + " 75.00 (75.00-75.00) | +0.00 (p = 1, seeds [0, 1, 2]) |" in rendered
     assert rendered.count("\n| entities") == 1 and "tags" not in rendered
+    # seeds without per-doc counts: no test on the others alone
+    lacking = json.loads((tmp_path / "ner10_spacy_s1.json").read_text())
+    del lacking["score"]["per_doc"]
+    (tmp_path / "ner10_spacy_s1.json").write_text(json.dumps(lacking))
+    assert "| not yet (seeds [1] lack per-doc counts) |" in summary(tmp_path)
 
 
 UPOS = {
