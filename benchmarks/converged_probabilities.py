@@ -28,7 +28,10 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-OBJECTIVES = ("tokens", "entities", "none")
+from spacy_crf.calibration.temperature import OBJECTIVES as CALIBRATE_OBJECTIVES
+
+# spacy_crf calibrate's objectives, and "none": the pipeline as trained
+OBJECTIVES = (*CALIBRATE_OBJECTIVES, "none")
 
 
 def halves(run_dir: Path) -> List[str]:
