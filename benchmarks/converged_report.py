@@ -154,11 +154,14 @@ def table(folder: Path = RUNS) -> Optional[str]:
     return "\n".join(lines + ([""] + tests if tests else []))
 
 
-def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> str:
+def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> Optional[str]:
     """The README's lines: per task where both heads have at least min_seeds
     seeds, all converged, each head's mean (range) on the held-out dev half
-    and the paired bootstrap where there is one; "" where no task has them."""
+    and the paired bootstrap where there is one; "" where no task has them,
+    None where the folder has no run records."""
     runs = load_runs(folder)
+    if not runs:
+        return None
     rows = []
     for task, (kind, data, score) in TASKS.items():
         heads = [runs.get((task, head), {}) for head in PAIRED]
@@ -171,10 +174,11 @@ def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> str:
             cells.append(f"{_percent(statistics.mean(values))} ({_percent(min(values))}-{_percent(max(values))})")
         # the test only over every seed shown: a subset's difference is not the means' difference
         lacking = [s for s in seeds if not all(has_counts(h[s]) for h in heads)]
-        result = None if lacking else pooled_bootstrap([heads[0][s] for s in seeds], [heads[1][s] for s in seeds])
-        test = f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, seeds {seeds})" if result else "-"
         if lacking:
             test = f"not yet (seeds {lacking} lack per-doc counts)"
+        else:
+            result = pooled_bootstrap([heads[0][s] for s in seeds], [heads[1][s] for s in seeds])
+            test = f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, seeds {seeds})" if result else "-"
         names = " / ".join(HEADS[kind][head] for head in PAIRED)
         rows.append(f"| {kind}, {data} | {names} | {', '.join(map(str, seeds))} | {cells[0]} | {cells[1]} | {test} |")
     if not rows:

@@ -643,12 +643,9 @@ def converged_summary(root: Path) -> Optional[str]:
     """The README's converged lines: only tasks with 3 converged seeds per
     head ("" where none has them); None without run records (the block is
     left as it is)."""
-    from .converged_report import load_runs, summary
+    from .converged_report import summary
 
-    folder = root / "benchmarks" / "runs" / "converged"
-    if not load_runs(folder):
-        return None
-    return summary(folder)
+    return summary(root / "benchmarks" / "runs" / "converged")
 
 
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
