@@ -120,6 +120,15 @@ def test_table_pools_only_the_seeds_with_per_doc_counts(tmp_path):
     assert "seeds [0] are not in the paired bootstrap" in rendered
 
 
+def test_table_says_which_task_lacks_a_head(tmp_path):
+    (tmp_path / "tag10_crf_s0.json").write_text(json.dumps(tag_record([[9, 10], [8, 10]])))
+    rendered = table(tmp_path)
+    assert "| tags, UD English EWT, 10% of train docs | crf_tagger | 0 | 1 of 1 |" in rendered
+    assert "- tags, UD English EWT, 10% of train docs: spaCy tagger has no run yet" in rendered
+    (tmp_path / "tag10_spacy_s0.json").write_text(json.dumps(tag_record([[7, 10], [8, 10]])))
+    assert "has no run yet" not in table(tmp_path)
+
+
 # UPOS and features of the docs of test_score_on_counts...
 UD = [
     {"pos": ["PROPN", "VERB", "PROPN"], "morphs": ["Number=Sing", "Number=Sing|Tense=Pres", "Number=Sing"]},
