@@ -33,21 +33,30 @@ PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologize
 
 
 def environment_line(*records: dict) -> str:
-    """ "Measured on ..." from the first record that has an environment."""
-    env = next((r["environment"] for r in records if r and r.get("environment")), None)
-    if env is None:
+    """ "Measured on ..." from the records' environments: each machine and each
+    set of versions once, so that a table whose runs were measured on two kinds
+    of CPU (which round differently, and train to other weights) says so."""
+    envs = [r["environment"] for r in records if r and r.get("environment")]
+    if not envs:
         return "Measured on: not recorded."
-    flags = f"; {', '.join(env['cpu_flags'])}" if env.get("cpu_flags") else ""
-    device = env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs{flags})"
+    devices = list(dict.fromkeys(_device(env) for env in envs))
+    versions = list(dict.fromkeys(_versions(env) for env in envs))
+    split = ", the runs split between them" if len(devices) > 1 else ""
     steady = (
         " malloc: steady (freed memory kept in the process, `--allocator steady`)."
-        if env.get("allocator") == "steady"
+        if all(env.get("allocator") == "steady" for env in envs)
         else ""
     )
-    return (
-        f"Measured on: {device}; Python {env['python']}, torch {env['torch']}, "
-        f"spaCy {env['spacy']}, spacy-crf {env['spacy_crf']}.{steady}"
-    )
+    return f"Measured on: {' and '.join(devices)}{split}; {' and '.join(versions)}.{steady}"
+
+
+def _device(env: dict) -> str:
+    flags = f"; {', '.join(env['cpu_flags'])}" if env.get("cpu_flags") else ""
+    return env["gpu"] or f"{env['cpu']} ({env['logical_cpus']} logical CPUs{flags})"
+
+
+def _versions(env: dict) -> str:
+    return f"Python {env['python']}, torch {env['torch']}, spaCy {env['spacy']}, spacy-crf {env['spacy_crf']}"
 
 
 def load(path: Path) -> Optional[dict]:

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from benchmarks.docs_tables import PAGES, RENDERERS, main
+from benchmarks.docs_tables import PAGES, RENDERERS, environment_line, main
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {
@@ -51,6 +51,20 @@ def rendered_page(root, table):
     page.write_text(f"<!-- table:{table}:start -->\n<!-- table:{table}:end -->\n")
     assert main(["--root", str(root)]) == 0
     return page.read_text()
+
+
+def test_the_environment_line_names_every_machine_the_runs_were_measured_on():
+    one = environment_line({"environment": ENV}, {"environment": ENV}, {"no": "environment"})
+    assert one == "Measured on: Some CPU (2 logical CPUs); Python 3.11.7, torch 2.13.0, spaCy 3.8.7, spacy-crf 1.0.0."
+    other = {**ENV, "cpu_flags": ["avx2", "avx512f"]}
+    two = environment_line({"environment": ENV}, {"environment": other}, {"environment": ENV})
+    assert two.startswith(
+        "Measured on: Some CPU (2 logical CPUs) and Some CPU (2 logical CPUs; avx2, avx512f), the runs split between them; "
+    )
+    assert two.count("Python") == 1
+    newer = environment_line({"environment": ENV}, {"environment": {**ENV, "spacy_crf": "1.1.0"}})
+    assert "spacy-crf 1.0.0 and Python 3.11.7, torch 2.13.0, spaCy 3.8.7, spacy-crf 1.1.0." in newer
+    assert environment_line({}, {"environment": None}) == "Measured on: not recorded."
 
 
 def test_every_marker_of_the_pages_has_a_renderer_and_every_renderer_a_marker():
