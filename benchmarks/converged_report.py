@@ -141,14 +141,15 @@ def table(folder: Path = RUNS) -> Optional[str]:
         lacking = [s for s in both if s not in counted]
         if result is not None:
             tests.append(
-                f"- {kind}, {data}: CRF minus spaCy, seed{'s' if len(counted) > 1 else ''} {', '.join(map(str, counted))} "
+                f"- {kind}, {data}: CRF minus spaCy, {_seeds(counted)} "
                 f"pooled over the {result['docs']} held-out docs: {100 * result['difference']:+.2f} (95% interval "
                 f"{100 * result['low']:+.2f} to {100 * result['high']:+.2f}, p = {result['p']:.3g}, "
                 f"{result['draws']:,} draws)"
             )
         if lacking:
             tests.append(
-                f"- {kind}, {data}: seeds {lacking} are not in the paired bootstrap: a record lacks per-doc counts that add up "
+                f"- {kind}, {data}: {_seeds(lacking)} {'is' if len(lacking) == 1 else 'are'} not in the paired bootstrap: "
+                "a record lacks per-doc counts that add up "
                 "to its score (`python -m benchmarks.converged ... --rescore` on the trained pipelines adds them)"
             )
         ran = [head for head in PAIRED if runs.get((task, head))]
@@ -156,6 +157,11 @@ def table(folder: Path = RUNS) -> Optional[str]:
             missing = HEADS[kind][PAIRED[1 - PAIRED.index(ran[0])]]
             tests.append(f"- {kind}, {data}: {missing} has no run yet, so the two heads are not compared")
     return "\n".join(lines + ([""] + tests if tests else []))
+
+
+def _seeds(seeds: List[int]) -> str:
+    """ "seed 1" or "seeds 0, 1"."""
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
 def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> Optional[str]:
@@ -179,10 +185,10 @@ def summary(folder: Path = RUNS, *, min_seeds: int = 3) -> Optional[str]:
         # the test only over every seed shown: a subset's difference is not the means' difference
         lacking = [s for s in seeds if not all(has_counts(h[s]) for h in heads)]
         if lacking:
-            test = f"not yet (seeds {lacking} lack per-doc counts)"
+            test = f"not yet ({_seeds(lacking)} lack{'s' if len(lacking) == 1 else ''} per-doc counts)"
         else:
             result = pooled_bootstrap([heads[0][s] for s in seeds], [heads[1][s] for s in seeds])
-            test = f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, seeds {seeds})" if result else "-"
+            test = f"{100 * result['difference']:+.2f} (p = {result['p']:.2g}, {_seeds(seeds)})" if result else "-"
         names = " / ".join(HEADS[kind][head] for head in PAIRED)
         rows.append(f"| {kind}, {data} | {names} | {', '.join(map(str, seeds))} | {cells[0]} | {cells[1]} | {test} |")
     if not rows:

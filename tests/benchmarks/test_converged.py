@@ -117,7 +117,7 @@ def test_table_pools_only_the_seeds_with_per_doc_counts(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(record(counts, 2)))
     rendered = table(tmp_path)
     assert "seed 2 pooled over the 3 held-out docs" in rendered
-    assert "seeds [0] are not in the paired bootstrap" in rendered
+    assert "seed 0 is not in the paired bootstrap" in rendered
 
 
 def test_table_says_which_task_lacks_a_head(tmp_path):
@@ -210,7 +210,7 @@ def test_counts_that_do_not_add_up_to_the_score_are_left_out_of_the_test(tmp_pat
     assert pooled_bootstrap([record(counts, 1)], [unannotated]) is None
     (tmp_path / "ner10_crf_s1.json").write_text(json.dumps(record(counts, 1)))
     (tmp_path / "ner10_spacy_s1.json").write_text(json.dumps(unannotated))
-    assert "seeds [1] are not in the paired bootstrap" in table(tmp_path)
+    assert "seed 1 is not in the paired bootstrap" in table(tmp_path)
 
 
 def test_summary_shows_only_tasks_with_three_converged_seeds_per_head(tmp_path):
@@ -227,13 +227,13 @@ def test_summary_shows_only_tasks_with_three_converged_seeds_per_head(tmp_path):
     (tmp_path / "ner10_spacy_s2.json").write_text(json.dumps(record(counts, 2)))
     rendered = summary(tmp_path)
     row = "| entities, UNER English EWT, 10% of train docs | crf_ner / spaCy ner | 0, 1, 2 | 75.00 (75.00-75.00) |"
-    assert row + " 75.00 (75.00-75.00) | +0.00 (p = 1, seeds [0, 1, 2]) |" in rendered
+    assert row + " 75.00 (75.00-75.00) | +0.00 (p = 1, seeds 0, 1, 2) |" in rendered
     assert rendered.count("\n| entities") == 1 and "tags" not in rendered
     # seeds without per-doc counts: no test on the others alone
     lacking = json.loads((tmp_path / "ner10_spacy_s1.json").read_text())
     del lacking["score"]["per_doc"]
     (tmp_path / "ner10_spacy_s1.json").write_text(json.dumps(lacking))
-    assert "| not yet (seeds [1] lack per-doc counts) |" in summary(tmp_path)
+    assert "| not yet (seed 1 lacks per-doc counts) |" in summary(tmp_path)
 
 
 UPOS = {
