@@ -58,13 +58,42 @@ def stopped_by(last_step: int, best_step: int, *, patience: int, max_steps: int)
 
 
 def read_log(path: Path) -> List[Dict[str, Any]]:
-    """The evaluations of ConsoleLogger.v3's JSON Lines log: step and score."""
-    rows = []
-    for line in path.read_text(encoding="utf8").split("\n"):
-        if line.strip():
-            entry = json.loads(line)
-            rows.append({"step": entry["step"], "score": entry["score"], "scores": entry.get("scores", {})})
-    return rows
+    """The evaluations of ConsoleLogger.v3's JSON Lines log: step and score.
+    A resumed run's earlier segments (log.1.jsonl, log.2.jsonl, ... beside
+    log.jsonl) come first; a step evaluated again after a resume keeps its
+    later row (a resumed run evaluates it to the same score)."""
+    segments = sorted(path.parent.glob(f"{path.stem}.*{path.suffix}"), key=lambda p: int(p.suffixes[-2][1:]))
+    rows: Dict[int, Dict[str, Any]] = {}
+    for segment in [*segments, path]:
+        if not segment.exists():
+            continue
+        for line in segment.read_text(encoding="utf8").split("\n"):
+            if line.strip():
+                entry = json.loads(line)
+                rows[entry["step"]] = {
+                    "step": entry["step"],
+                    "score": entry["score"],
+                    "scores": entry.get("scores", {}),
+                }
+    return [rows[step] for step in sorted(rows)]
+
+
+def read_evaluations(output: Path, log: Path) -> List[Dict[str, Any]]:
+    """Every evaluation of the run: a resumable run's checkpoint keeps them
+    all (a killed segment's log file may lack its last rows), else the log."""
+    state = output / "checkpoint" / "state.json"
+    if not state.exists():
+        return read_log(log)
+    rows = json.loads(state.read_text())["evaluations"]
+    return [{"step": row["step"], "score": row["score"], "scores": row["scores"]} for row in rows]
+
+
+def keep_log_segment(log: Path) -> None:
+    """Move a resumed run's log aside as its next segment (spaCy's logger
+    does not append to an existing file)."""
+    if log.exists():
+        n = 1 + sum(1 for _ in log.parent.glob(f"{log.stem}.*{log.suffix}"))
+        log.rename(log.with_name(f"{log.stem}.{n}{log.suffix}"))
 
 
 def score_on(model: Path, dev: Path, gpu_id: int = -1) -> Dict[str, Any]:
@@ -146,6 +175,21 @@ def per_doc_counts(examples: List[Any], score: str) -> Dict[str, Any]:
     return {"score": score, "counts": counts}
 
 
+def run_seconds(output: Path, wall: float, cpu: float) -> Dict[str, Any]:
+    """Wall and CPU seconds of the run: this process's child, or, for a
+    resumable run, the training loop's own count over every segment (the
+    checkpoint's; time after a killed segment's last checkpoint is not in it)."""
+    state = output / "checkpoint" / "state.json"
+    if state.exists():
+        loop = json.loads(state.read_text())
+        return {
+            "wall_seconds": round(loop["seconds"], 1),
+            "cpu_seconds": round(loop["cpu_seconds"], 1),
+            "segments": loop["segments"],
+        }
+    return {"wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1)}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", type=Path)
@@ -159,6 +203,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--gpu-id", type=int, default=-1, help="train and score on this GPU (-1: the CPU)")
     parser.add_argument("--protocol", type=json.loads, default={}, help="JSON overrides of PROTOCOL (smoke tests only)")
     parser.add_argument(
+        "--resumable",
+        action="store_true",
+        help="checkpoint at every evaluation (OUTPUT/checkpoint); the same command again resumes the run",
+    )
+    parser.add_argument(
         "--rescore", action="store_true", help="no training: score OUTPUT's model-best on DEV_SCORE again"
     )
     args = parser.parse_args(argv)
@@ -171,7 +220,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = {**PROTOCOL, **args.protocol}
     args.output.mkdir(parents=True, exist_ok=True)
     log = args.output / "log.jsonl"
-    log.unlink(missing_ok=True)
+    resuming = args.resumable and (args.output / "checkpoint" / "state.json").exists()
+    if resuming:
+        keep_log_segment(log)
+    else:
+        for old in [log, *args.output.glob("log.*.jsonl")]:
+            old.unlink(missing_ok=True)
     command = [
         sys.executable,
         "-m",
@@ -205,6 +259,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "null",
         "--training.logger.output_file",
         str(log),
+        *(["--resumable"] if args.resumable else []),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     start = time.perf_counter()
@@ -215,7 +270,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if returncode != 0:
         print(f"training failed ({returncode}): nothing recorded", file=sys.stderr)
         return returncode
-    evaluations = read_log(log)
+    evaluations = read_evaluations(args.output, log)
     best = max(evaluations, key=lambda e: e["score"])
     last_step = evaluations[-1]["step"]
     stop = stopped_by(last_step, best["step"], patience=p["patience"], max_steps=p["max_steps"])
@@ -234,8 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "converged": stop == "patience",
         "score": score_on(args.output / "model-best", args.dev_score, args.gpu_id),
         "evaluations": evaluations,
-        "wall_seconds": round(wall, 1),
-        "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
+        **run_seconds(args.output, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)),
         "threads": args.threads,
         "gpu_id": args.gpu_id,
         "environment": environment(),

@@ -166,6 +166,7 @@ class Errors(metaclass=ErrorsWithCodes):
     E039 = "Component '{name}' was given {setting} = {value!r}: expected {allowed}."
     E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
+    E042 = "Cannot resume this training: {reason}."
 
 
 class Warnings(metaclass=ErrorsWithCodes):
