@@ -24,6 +24,11 @@ class DamagedModelError(ValueError):
     weights (E033) or an invalid cfg (E035)."""
 
 
+class RefusedFileError(ValueError):
+    """A component file that is not read at all: not a regular file, or
+    over its size bound (E047)."""
+
+
 class NonFiniteScoresError(ValueError):
     """The model's scores hold NaN or inf (E034)."""
 
@@ -167,6 +172,20 @@ class Errors(metaclass=ErrorsWithCodes):
     E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
     E042 = "Cannot resume this training: {reason}."
+    E043 = (
+        "Label {label!r} cannot be added to component '{name}': {reason}. A label is a non-empty "
+        "string of printable characters that UTF-8 can encode; the component was left unchanged."
+    )
+    E044 = (
+        "n-best was given k = {k!r}: expected a whole number from 1 to {bound} ({why}; memory grows "
+        "with k x tokens x labels, so {how})."
+    )
+    E045 = (
+        "Component '{name}' would have {n} labels, over the bound of {bound} {what}: a transition "
+        "matrix of n x n cells is built and trained for them. The component was left unchanged; {how}."
+    )
+    E046 = "The environment variable {env} = {value!r} must be a whole number of at least 1: the bound on {name}."
+    E047 = "Cannot read the file '{path}' of component '{name}': {reason}. The component was left unchanged."
 
 
 class Warnings(metaclass=ErrorsWithCodes):
@@ -255,10 +274,21 @@ class CorpusErrors(metaclass=ErrorsWithCodes):
         "records from there on would be lost or tagged from another file. "
         "Start over with --overwrite (overwrite=True) once the file is final."
     )
+    E124 = (
+        "'{path}' is not a regular file of its own ({reason}): the job locks and writes only "
+        "regular files inside the output folder, never a file with other names, a device or a "
+        "FIFO. Remove it (or write to a new folder)."
+    )
+    E125 = "{setting} must be at most {maximum}, got {value}: {why}."
+    E126 = (
+        "The text field and the id field are both '{field}': a record's id would be its text. Pass "
+        "--id-field (id_field) with another field, or leave the records without ids (FILE:LINE)."
+    )
 
 
 class CorpusWarnings(metaclass=ErrorsWithCodes):
     W101 = "Not deleting '{file}', which the manifest of '{path}' lists: it is not inside the output folder."
+    W102 = "Not deleting '{file}', which the manifest of '{path}' lists: it is not a regular file."
 
 
 class BadRecordError(ValueError):

@@ -8,7 +8,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 # The name of every temporary file `write_atomic` makes starts with this (a
 # killed writer can leave one: see `spacy_crf.corpus.outputs.remove_temporary_files`).
@@ -61,6 +61,43 @@ def _create_temporary(path: Path) -> Tuple[int, Path]:
         if mode is not None:
             os.chmod(fd if os.chmod in os.supports_fd else temporary, mode)
         return fd, temporary
+
+
+class FileRefused(ValueError):
+    """A file `read_regular_file` does not read: what it is, or its size
+    where that is over the bound (`size`)."""
+
+    def __init__(self, reason: str, size: Optional[int] = None) -> None:
+        super().__init__(reason)
+        self.size = size
+
+
+def read_regular_file(path: Union[str, Path], max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` bytes, checked
+    before anything is read: a device (/dev/zero), a FIFO (which would wait
+    for a writer), a folder or a file over the bound raises FileRefused. A
+    link is followed to what it names, which is checked the same way.
+
+    path (Union[str, Path]): the file.
+    max_bytes (int): the most bytes it may have.
+    RETURNS (bytes): its content.
+    """
+    fd = os.open(
+        path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    )
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise FileRefused("it is not a regular file (a device, FIFO, socket or folder)")
+        if status.st_size > max_bytes:
+            raise FileRefused("too large", size=status.st_size)
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read(max_bytes + 1)
+        if len(data) > max_bytes:  # it grew while read
+            raise FileRefused("too large", size=len(data))
+        return data
+    finally:
+        os.close(fd)
 
 
 def file_sha256(path: Union[str, Path]) -> str:

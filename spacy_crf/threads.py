@@ -46,6 +46,11 @@ from typing import Any, Callable, FrozenSet, Iterator, Optional, TypeVar, cast
 import torch
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# The most threads the `threads` setting asks for: OpenMP creates them all at
+# the first parallel region, and where it cannot, it ends the process
+# (libgomp: "Thread creation failed"), with nothing to catch. A process that
+# needs more sets OMP_NUM_THREADS (or torch.set_num_threads) and threads = 0.
+MAX_THREADS = 256
 
 
 @lru_cache(maxsize=1)
@@ -95,8 +100,11 @@ def resolve_threads(setting: int, current: Optional[int] = None) -> Optional[int
     RETURNS (Optional[int]): the count to run with, or None to keep torch's
         current count (the process chose it).
     """
-    if setting < 0:
-        raise ValueError(f"threads must be 0 (auto) or a positive count, got {setting}")
+    if setting < 0 or setting > MAX_THREADS:
+        raise ValueError(
+            f"threads must be 0 (auto) or a count from 1 to {MAX_THREADS}, got {setting} (for more, "
+            "set OMP_NUM_THREADS or call torch.set_num_threads, and threads = 0)"
+        )
     if setting > 0:
         return setting
     current = torch.get_num_threads() if current is None else current

@@ -423,6 +423,17 @@ def calibrate(
                 f"'{name}' to update in place: pass --output to save the calibrated pipeline elsewhere",
             )
         )
+    if write and output is not None and Path(model).is_dir():
+        target, folder = Path(output).resolve(), Path(model).resolve()
+        if target != folder and target.is_relative_to(folder):
+            raise ValueError(
+                Errors.E025.format(
+                    what=f"component '{name}'",
+                    reason=f"the output '{output}' is inside the pipeline folder '{model}', where a whole "
+                    "pipeline would be saved among its files: pass a folder apart from it, or no --output "
+                    "to update the pipeline in place",
+                )
+            )
     examples = list(Corpus(dev_path, gold_preproc=gold_preproc)(nlp))
     scores = GoldScores(nlp, name, examples, batch_size=batch_size)
     if not scores.n_gold_tokens:

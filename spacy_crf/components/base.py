@@ -4,6 +4,8 @@ is in training.py, saving and loading in saving.py; each subclass says what its
 labels mean (its target) and adds its own settings. spaCy glue only: the model
 (spacy_crf.ml) turns docs into CRF scores and decodes them."""
 
+import contextlib
+import unicodedata
 from itertools import islice
 from typing import (
     Any,
@@ -30,6 +32,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..batching import word_batches
+from ..bounds import MAX_LABELS, MAX_NBEST
 from ..errors import Errors
 from ..ml import (
     CRFBatch,
@@ -77,6 +80,40 @@ class CRFPrediction(NamedTuple):
     entities: Optional[List[List[Tuple[int, int, str]]]] = None
     entity_probs: Optional[List[numpy.ndarray]] = None
     candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
+
+
+def check_label_text(label: str, name: str) -> None:
+    """E043 unless a label is a non-empty string of printable characters
+    that UTF-8 encodes (no lone surrogate, no control character or line break)."""
+    reason = None
+    if not label:
+        reason = "it is empty"
+    else:
+        try:
+            label.encode("utf8")
+        except UnicodeEncodeError as err:
+            reason = f"it has a lone surrogate at character {err.start}"
+        else:
+            for i, char in enumerate(label):
+                if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+                    reason = f"it has the control character {char!r} at character {i}"
+                    break
+    if reason is not None:
+        raise ValueError(Errors.E043.format(label=label, name=name, reason=reason))
+
+
+def check_nbest_k(k: Any) -> int:
+    """k, or E044 unless it is a whole number from 1 to MAX_NBEST."""
+    bound = MAX_NBEST.value()
+    if isinstance(k, bool) or not isinstance(k, (int, numpy.integer)):
+        why = f"got a {type(k).__name__}"
+    elif k < 1:
+        why = "at least one path is asked for"
+    elif k > bound:
+        why = f"{MAX_NBEST.name} are bounded"
+    else:
+        return int(k)
+    raise ValueError(Errors.E044.format(k=k, bound=f"{bound:,}", why=why, how=MAX_NBEST.how_to_raise()))
 
 
 # `scorer` not given: the component's default scorer (None means no scorer)
@@ -210,14 +247,47 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         """
         if not isinstance(label, str):
             raise ValueError(Errors.E010.format(type=type(label).__name__, label=label))
+        check_label_text(label, self.name)
         tags = self.target.expand_label(label)
         for tag in tags:
             self._check_label(tag)
-        if torch_network(self.model) is not None:
-            new = [tag for tag in dict.fromkeys(tags) if tag not in self.tags]
-            self._grow(new)
-            return int(bool(new))
-        return max(self._add(tag) for tag in tags)
+        new = [tag for tag in dict.fromkeys(tags) if tag not in self.tags]
+        self._check_label_count(len(new))
+        with self._unchanged_on_failure():
+            if torch_network(self.model) is not None:
+                self._grow(new)
+                return int(bool(new))
+            return max(self._add(tag) for tag in tags)
+
+    @contextlib.contextmanager
+    def _unchanged_on_failure(self) -> Iterator[None]:
+        """Run the block; where it raises, put the labels and the network
+        back as they were before it, then raise."""
+        labels = list(self.cfg["labels"])
+        model_bytes = self.model.to_bytes() if torch_network(self.model) is not None else None
+        try:
+            yield
+        except BaseException:
+            self.cfg["labels"] = labels
+            if model_bytes is not None:
+                self._forget_output_sizes()
+                self.model.from_bytes(model_bytes)
+                set_constraints(self.model, self._constraint_masks())
+            raise
+
+    def _check_label_count(self, n_new: int) -> None:
+        """E045 where `n_new` more labels would go over MAX_LABELS."""
+        bound = MAX_LABELS.value()
+        if len(self.tags) + n_new > bound:
+            raise ValueError(
+                Errors.E045.format(
+                    name=self.name,
+                    n=f"{len(self.tags) + n_new:,}",
+                    bound=f"{bound:,}",
+                    what=MAX_LABELS.name,
+                    how=MAX_LABELS.how_to_raise(),
+                )
+            )
 
     def _grow(self, tags: Sequence[str]) -> None:
         """Add new labels (checked, not yet present) to the built model, after
@@ -238,6 +308,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         set_constraints(self.model, self._constraint_masks())
 
     def _check_label(self, label: str) -> None:
+        check_label_text(label, self.name)
         if not self.target.accepts(label):
             raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
 
@@ -245,8 +316,9 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if label in self.tags:
             return 0
         self._check_label(label)
-        self.cfg["labels"].append(label)
+        self._check_label_count(1)
         self.vocab.strings.add(label)
+        self.cfg["labels"].append(label)
         return 1
 
     @in_torch_threads
@@ -272,11 +344,18 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
             raise ValueError(Errors.E012.format(name=self.name))
         if labels is None:
             labels = sorted(set(self.tags) | self.target.labels_in(get_examples(), known=self.tags))
-        self.cfg["labels"] = []
+        tags = list(dict.fromkeys(tag for label in labels for tag in self.target.expand_label(label)))
+        for tag in tags:
+            self._check_label(tag)
+        self.cfg["labels"], previous = [], self.cfg["labels"]
+        try:
+            self._check_label_count(len(tags))
+        except ValueError:
+            self.cfg["labels"] = previous
+            raise
         self.cfg["trained"] = False
-        for label in labels:
-            for tag in self.target.expand_label(label):
-                self._add(tag)
+        for tag in tags:
+            self._add(tag)
         if not self.tags:
             self._initialize_without_labels()
         if not self.tags:
@@ -398,10 +477,12 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         """The k most probable tag sequences of each doc (exact k-best Viterbi).
 
         docs (Iterable[Doc]): the docs.
-        k (int): sequences per doc.
+        k (int): sequences per doc, from 1 to `spacy_crf.bounds.MAX_NBEST`
+            (E044); a doc with fewer paths gives them all.
         RETURNS (List[List[Tuple[List[str], float]]]): per doc, up to k
             (tags, log probability) pairs in descending order; one tag per token.
         """
+        check_nbest_k(k)
         per_doc = self._scores(docs).nbest(k)
         return [[([self.tags[i] for i in ids], score) for ids, score in ranked] for ranked in per_doc]
 

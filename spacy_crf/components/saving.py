@@ -15,8 +15,9 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..errors import DamagedModelError, Errors, UnsafeModelError
-from ..files import checksum, write_atomic
+from ..bounds import MAX_CFG_BYTES, MAX_MODEL_BYTES, Bound
+from ..errors import DamagedModelError, Errors, RefusedFileError, UnsafeModelError
+from ..files import FileRefused, checksum, read_regular_file, write_atomic
 from ..ml import CRFBatch, first_non_finite_weight, set_constraints
 
 if TYPE_CHECKING:
@@ -182,8 +183,10 @@ class SavingMixin:
         self._validate_serialization_attrs()
         path = cast(Path, util.ensure_path(path))
         try:
-            cfg = None if "cfg" in exclude else srsly.read_json(path / "cfg")
-            model_bytes = None if "model" in exclude else (path / "model").read_bytes()
+            cfg = None if "cfg" in exclude else srsly.json_loads(self._read_file(path / "cfg", MAX_CFG_BYTES))
+            model_bytes = None if "model" in exclude else self._read_file(path / "model", MAX_MODEL_BYTES)
+        except RefusedFileError:
+            raise
         except Exception as e:
             raise ValueError(Errors.E007.format(name=self.name, reason=repr(e))) from e
         try:
@@ -195,7 +198,9 @@ class SavingMixin:
             if cfg is None or model_bytes is None or not pending.is_file():
                 raise
             try:
-                pending_cfg = srsly.read_json(pending)
+                pending_cfg = srsly.json_loads(self._read_file(pending, MAX_CFG_BYTES))
+            except RefusedFileError:
+                raise
             except Exception:
                 raise ValueError(Errors.E007.format(name=self.name, reason=f"{pending} is unreadable")) from None
             if not isinstance(pending_cfg, dict) or CHECKSUM not in pending_cfg:
@@ -204,6 +209,18 @@ class SavingMixin:
         if "vocab" not in exclude:
             self.vocab.from_disk(path / "vocab", exclude=exclude)
         return self
+
+    def _read_file(self, path: Path, bound: Bound) -> bytes:
+        """The bytes of one of the component's files, read only where it is a
+        regular file (not a device, FIFO or folder, which could be read
+        forever or wait forever) of at most `bound` bytes: E047 otherwise."""
+        try:
+            return read_regular_file(path, bound.value())
+        except FileRefused as refused:
+            reason = str(refused)
+            if refused.size is not None:
+                reason = f"it has {refused.size:,} bytes, over the bound of {bound.value():,} {bound.name} ({bound.how_to_raise()})"
+            raise RefusedFileError(Errors.E047.format(path=path, name=self.name, reason=reason)) from None
 
     def _load(self, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes]) -> None:
         """Check the files, apply cfg and load the weights, or change nothing

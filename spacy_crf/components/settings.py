@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Tuple
 from ..errors import Errors
 from ..nn.quantize import MODES as QUANTIZE_MODES
 from ..targets import ENTITY_SCHEMES, MORPH_TARGETS, SCHEMES, TOKEN_TARGETS
+from ..threads import MAX_THREADS
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,16 @@ def _key_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, str) and bool(value))
 
 
+# the largest window and batch_words: token counts that index arrays (int32)
+MAX_TOKENS = 2**31 - 1
+
 BOOLEAN = ("true or false", _is_bool)
 WHOLE = ("a whole number >= 0", _is_whole)
+TOKENS = (f"a whole number from 0 to {MAX_TOKENS:,}", lambda value: _is_whole(value) and value <= MAX_TOKENS)
+COUNT_OF_THREADS = (
+    f"0 (auto) or a count from 1 to {MAX_THREADS} (for more, set threads = 0 and OMP_NUM_THREADS)",
+    lambda value: _is_whole(value) and value <= MAX_THREADS,
+)
 KEY = ("null or a non-empty string (a key of doc.spans)", _key_or_none)
 
 OVERWRITE = Setting(
@@ -67,7 +76,7 @@ OVERWRITE = Setting(
 WINDOW = Setting(
     "window",
     8192,
-    *WHOLE,
+    *TOKENS,
     "Docs longer than this many tokens are tagged window by window, to bound memory; 0 never splits.",
 )
 BY_SENTENCE = Setting(
@@ -80,7 +89,7 @@ BY_SENTENCE = Setting(
 BATCH_WORDS = Setting(
     "batch_words",
     32768,
-    *WHOLE,
+    *TOKENS,
     "`pipe` grows each batch of `batch_size` docs by whole docs until it holds at least this many tokens "
     "(short docs tag faster in large batches); 0 keeps spaCy's batches.",
 )
@@ -93,7 +102,7 @@ STORE_CONFIDENCE = Setting(
 THREADS = Setting(
     "threads",
     0,
-    *WHOLE,
+    *COUNT_OF_THREADS,
     "CPU threads of the component's torch work; 0 (auto) is one thread unless the process chose a count "
     "(OMP_NUM_THREADS, MKL_NUM_THREADS or torch.set_num_threads); training under a transformer keeps the "
     "process's count.",

@@ -3,7 +3,7 @@ labels), `rehearse` (one step towards what the component decoded before
 fine-tuning) and `get_loss`."""
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.pipeline import TrainablePipe
@@ -70,6 +70,10 @@ class TrainingMixin:
 
         def _grow(self, tags: Sequence[str]) -> None: ...
 
+        def _check_label_count(self, n_new: int) -> None: ...
+
+        def _unchanged_on_failure(self) -> ContextManager[None]: ...
+
     @in_torch_threads
     def finish_update(self, sgd: Optimizer) -> None:
         """Update the model's weights with the optimizer (after `update`
@@ -108,7 +112,9 @@ class TrainingMixin:
             unseen = sorted(self.target.labels_in(examples, known=self.tags) - set(self.tags))
             for label in unseen:
                 self._check_label(label)
-            self._grow(unseen)
+            self._check_label_count(len(unseen))
+            with self._unchanged_on_failure():
+                self._grow(unseen)
         docs = [eg.predicted for eg in examples]
         return self._step(docs, lambda batch: self.get_loss(examples, batch), drop, sgd, losses)
 

@@ -144,6 +144,19 @@ def temper(scores: CRFScores, temperature: float) -> CRFScores:
     )
 
 
+def paths_at_most(k: int, n_labels: int, n_tokens: int) -> int:
+    """k, or the number of label paths of `n_tokens` tokens where fewer
+    exist (n_labels ** n_tokens): n-best never ranks more than there are."""
+    if n_tokens == 0 or n_labels <= 1:
+        return min(k, 1)
+    n_paths = 1
+    for _ in range(n_tokens):
+        n_paths *= n_labels
+        if n_paths >= k:
+            return k
+    return n_paths
+
+
 def merge_nbest(parts: Sequence[Sequence[Ranked]], k: int) -> List[Ranked]:
     """The k best whole paths from the k-best lists of consecutive parts.
 
@@ -342,7 +355,9 @@ class CRFBatch:
         """Per doc, its k most probable label paths with their log probabilities
         (at the batch's temperature: the paths and their order are the
         scores', a path's tempered score is its score / tau)."""
-        paths, values = nbest_decode(self.scores, k)
+        paths, values = nbest_decode(
+            self.scores, paths_at_most(k, self.scores.emissions.shape[2], self.scores.emissions.shape[1])
+        )
         with torch.no_grad():
             log_z = log_partition(self.tempered)
         # one copy for the paths, one for the scores and log Z

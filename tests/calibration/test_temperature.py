@@ -680,6 +680,17 @@ def test_calibrate_errors(tagger_nlp, tmp_path, capsys):
         calibrate(tmp_path / "model", tmp_path / "bare.spacy", write=False)
 
 
+def test_calibrate_refuses_an_output_inside_the_pipeline_folder(tagger_nlp, tmp_path):
+    from spacy_crf.calibration.temperature import calibrate
+
+    tagger_nlp.to_disk(tmp_path / "model")
+    tagged_docbin(tmp_path / "dev.spacy", DEV_SENTENCES)
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "model").rglob("*"))
+    with pytest.raises(ValueError, match=r"\[E025\].*inside the pipeline folder"):
+        calibrate(tmp_path / "model", tmp_path / "dev.spacy", output=tmp_path / "model" / "crf_tagger")
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "model").rglob("*")) == before
+
+
 # The reliability diagram
 
 
