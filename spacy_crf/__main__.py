@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         help="start over: delete an earlier job's shards, bad records and manifest in OUTPUT first "
         "(needed when INPUT changed)",
     )
+    tag.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=64 << 20,
+        help="the longest JSON Lines or text line read (default 64 MiB); a longer one is a bad record",
+    )
     tag.add_argument("--no-progress", action="store_true", help="no progress bar")
     calibrate = commands.add_parser(
         "calibrate",
@@ -173,6 +179,7 @@ def _tag(args: argparse.Namespace) -> int:
             max_shards=args.max_shards,
             overwrite=args.overwrite,
             progress=not args.no_progress,
+            max_line_bytes=args.max_line_bytes,
         )
     except (BadRecordError, ValueError, ImportError) as err:
         msg.fail(str(err))

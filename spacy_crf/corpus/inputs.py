@@ -39,6 +39,13 @@ SUFFIXES = {
 # what a record's position is called in messages
 UNITS = {"jsonl": "line", "text": "line", "parquet": "row", "docbin": "doc"}
 _BLOCK = 1 << 24  # bytes read at once when counting lines or hashing
+# the default bound on a line: 64 MiB, room for a text at spaCy's default
+# max_length (1,000,000 characters) in any encoding and its fields
+MAX_LINE_BYTES = 64 << 20
+
+
+class MissingColumnError(ValueError):
+    """A Parquet file without the text column (E110): the job's settings, not the file, are at fault."""
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,14 @@ class ReadOptions:
     text_field (str): the JSON field or Parquet column that holds the text.
     id_field (str): the field or column carried through as the document id;
         a record without one gets "<file>:<line>".
+    max_line_bytes (int): the longest line of a JSON Lines or plain text
+        file that is read; a longer one is a bad record, skipped in blocks
+        of at most this size (so memory stays bounded whatever the line).
     """
 
     text_field: str = "text"
     id_field: str = "id"
+    max_line_bytes: int = MAX_LINE_BYTES
 
 
 @dataclass(frozen=True)
@@ -66,8 +77,15 @@ class Shard:
     stop (int): one past the last record.
     size (int): the input file's size in bytes.
     sha256 (str): the input file's sha256 (hex), with `size` its fingerprint.
-    mtime_ns (int): the file's modification time when the job planned it: a
-        file that changes during the run is caught when its shard completes.
+    mtime_ns (int): the file's modification time when the job planned it,
+        with `inode`, `device` and `ctime_ns`, which no user can set: a file
+        that changes during the run (rewritten, or replaced by another file,
+        whatever its size and mtime) is caught when its shard completes.
+    inode (int): the file's inode number when the job planned it.
+    device (int): the device of the file system that holds it.
+    ctime_ns (int): its status change time.
+    problem (str): why the file cannot be read, for a file the job reports
+        as one bad record (an empty string for a file that reads).
     """
 
     name: str
@@ -79,6 +97,10 @@ class Shard:
     size: int = 0
     sha256: str = ""
     mtime_ns: int = 0
+    inode: int = 0
+    device: int = 0
+    ctime_ns: int = 0
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -154,19 +176,38 @@ def plan_shards(
     shards: List[Shard] = []
     chunks: Dict[str, List[Chunk]] = {}
     for path, source, fmt in find_input_files(input_path, input_format=input_format):
-        # each file is read once: its records counted and its bytes hashed
-        if fmt in ("jsonl", "text"):
-            n_records, offsets, sha256 = _line_starts(path, shard_size=shard_size, batch_size=batch_size)
-        elif fmt == "parquet":
-            n_records, offsets, sha256 = _parquet_rows(path, options.text_field), {}, file_sha256(path)
-        else:
-            docs, sha256 = _docbin_records(str(path))
-            n_records, offsets = len(docs), {}
+        # its status before it is read: a change from there on is seen
         stat = path.stat()
+        problem = ""
+        # each file is read once: its records counted and its bytes hashed
+        try:
+            if fmt in ("jsonl", "text"):
+                n_records, offsets, sha256 = _line_starts(path, shard_size=shard_size, batch_size=batch_size)
+            elif fmt == "parquet":
+                n_records, offsets, sha256 = _parquet_rows(path, options.text_field), {}, file_sha256(path)
+            else:
+                docs, sha256 = _docbin_records(str(path))
+                n_records, offsets = len(docs), {}
+        except (ImportError, MissingColumnError):
+            raise  # the job cannot read this format, or was told a column the file lacks
+        except Exception as err:  # I/O, ArrowInvalid, spaCy's E1014, zlib.error: the file is bad
+            problem, n_records, offsets, sha256 = _unreadable(path, err)
         for k, start in enumerate(range(0, n_records, shard_size)):
             stop = min(start + shard_size, n_records)
             shard = Shard(
-                f"{source}.{k:05d}", str(path), source, fmt, start, stop, stat.st_size, sha256, stat.st_mtime_ns
+                f"{source}.{k:05d}",
+                str(path),
+                source,
+                fmt,
+                start,
+                stop,
+                stat.st_size,
+                sha256,
+                stat.st_mtime_ns,
+                stat.st_ino,
+                stat.st_dev,
+                stat.st_ctime_ns,
+                problem,
             )
             shards.append(shard)
             chunks[shard.name] = [
@@ -174,6 +215,19 @@ def plan_shards(
                 for i, s in enumerate(range(start, stop, batch_size))
             ]
     return shards, chunks
+
+
+def _unreadable(path: Path, err: BaseException) -> Tuple[str, int, Dict[int, int], str]:
+    """A file that cannot be read as its format, as the job plans it: one
+    record, which reading reports as bad (why), and its sha256 where its
+    bytes read at all."""
+    text = str(err).strip()
+    reason = f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
+    try:
+        sha256 = file_sha256(path)
+    except OSError:
+        sha256 = ""
+    return f"the file cannot be read ({reason})", 1, {}, sha256
 
 
 def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: str = "skip") -> ChunkData:
@@ -190,6 +244,11 @@ def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: 
     """
     shard = chunk.shard
     data = ChunkData(chunk, [], [])
+    if shard.problem:
+        data.bad.append(bad_record(shard, chunk.start, "E105", shard.problem))
+        if on_error == "raise":
+            raise BadRecordError(data.bad[0]["message"])
+        return data
     if shard.format in ("jsonl", "text"):
         items = _read_lines(shard, chunk, options)
     elif shard.format == "parquet":
@@ -214,16 +273,34 @@ def read_chunk(chunk: Chunk, *, options: ReadOptions = ReadOptions(), on_error: 
 
 
 def input_changed(shard: Shard) -> Optional[str]:
-    """How a shard's input file differs from when the job planned it (its
-    size or modification time), or None where it does not."""
+    """How a shard's input file differs from when the job planned it: another
+    file in its place (its inode), or its size, modification time or status
+    change time (which changes with any write, and which no user can set back);
+    None where none of them does."""
     try:
         stat = os.stat(shard.path)
     except OSError as err:
         return f"it cannot be read now: {err.strerror or err}"
+    if shard.inode and (stat.st_ino, stat.st_dev) != (shard.inode, shard.device):
+        return "another file took its place since the job began"
     if stat.st_size != shard.size:
         return f"{shard.size} bytes when the job began, {stat.st_size} now"
     if shard.mtime_ns and stat.st_mtime_ns != shard.mtime_ns:
         return "modified since the job began"
+    if shard.ctime_ns and stat.st_ctime_ns != shard.ctime_ns:
+        return "written or its status changed since the job began (its ctime), whatever its mtime says"
+    return None
+
+
+def input_checksum_changed(shard: Shard) -> Optional[str]:
+    """Where a shard's input file no longer has the sha256 the job planned
+    with, what differs; None where it has it."""
+    try:
+        sha256 = file_sha256(shard.path)
+    except OSError as err:
+        return f"it cannot be read now: {err.strerror or err}"
+    if sha256 != shard.sha256:
+        return f"its sha256 is {sha256}, {shard.sha256} when the job planned it"
     return None
 
 
@@ -244,11 +321,23 @@ def bad_record(shard: Shard, position: int, code: str, reason: str, record_id: A
         record_id = _record_id(shard, position)
     where = f"{UNITS[shard.format]} {position + 1}"
     message = getattr(CorpusErrors, code).format(path=shard.path, where=where, reason=reason, id=repr(record_id))
-    return {"id": record_id, "source": shard.source, "position": position + 1, "code": code, "message": message}
+    return {
+        "id": record_id,
+        "source": readable(shard.source),
+        "position": position + 1,
+        "code": code,
+        "message": message,
+    }
 
 
 def _record_id(shard: Shard, position: int) -> str:
-    return f"{shard.source}:{position + 1}"
+    return f"{readable(shard.source)}:{position + 1}"
+
+
+def readable(name: str) -> str:
+    """A file name as text that UTF-8 encodes: the bytes of a name that is
+    not UTF-8 (os.fsdecode's lone surrogates) written as "\\xe9"."""
+    return os.fsencode(name).decode("utf8", "backslashreplace")
 
 
 def _line_starts(path: Path, *, shard_size: int, batch_size: int) -> Tuple[int, Dict[int, int], str]:
@@ -282,12 +371,25 @@ Item = Tuple[int, Optional[Dict[str, Any]], Optional[Tuple[str, Any]]]
 
 
 def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Item]:
+    limit = options.max_line_bytes
     with open(shard.path, "rb") as file_:
         file_.seek(chunk.offset)
         for position in range(chunk.start, chunk.stop):
-            line_bytes = file_.readline()
+            line_bytes = file_.readline(limit + 1)
             if not line_bytes:  # the end of the file, before the planned end: it shrank
                 yield position, None, ("the file ended before this line: it changed after the job planned it", None)
+                continue
+            if len(line_bytes) > limit and not line_bytes.endswith(b"\n"):
+                del line_bytes
+                while True:  # the rest of the line, in bounded blocks
+                    rest = file_.readline(limit)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+                reason = (
+                    f"the line has more than {limit:,} bytes, the bound on a line (max_line_bytes; "
+                    "raise it with --max-line-bytes)"
+                )
+                yield position, None, (reason, None)
                 continue
             raw = line_bytes.rstrip(b"\r\n")
             if not raw.strip():
@@ -305,6 +407,9 @@ def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[It
             except ValueError as err:
                 yield position, None, (f"not valid JSON ({err})", None)
                 continue
+            except RecursionError:
+                yield position, None, ("its JSON is nested too deeply to read", None)
+                continue
             yield (position, *_json_record(obj, shard, position, options))
 
 
@@ -315,7 +420,7 @@ def _lenient_id(raw: bytes, shard: Shard, options: ReadOptions) -> Any:
         return None
     try:
         obj = json.loads(raw.decode("utf8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     record_id = obj.get(options.id_field) if isinstance(obj, dict) else None
     return None if "\ufffd" in str(record_id) else record_id
@@ -361,25 +466,13 @@ def _parquet_rows(path: Path, column: str) -> int:
     file_ = pyarrow.parquet.ParquetFile(path)
     names = file_.schema_arrow.names
     if column not in names:
-        raise ValueError(CorpusErrors.E110.format(path=path, column=column, columns=names))
+        raise MissingColumnError(CorpusErrors.E110.format(path=path, column=column, columns=names))
     return file_.metadata.num_rows
 
 
 def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[Item]:
-    pyarrow = import_pyarrow(action="Reading")
-    file_ = pyarrow.parquet.ParquetFile(shard.path)
-    groups, first, row = [], None, 0
-    for group in range(file_.num_row_groups):
-        n = file_.metadata.row_group(group).num_rows
-        if row < chunk.stop and row + n > chunk.start:
-            groups.append(group)
-            first = row if first is None else first
-        row += n
-    if not groups:
-        return
-    assert first is not None  # set with the first group
-    table = file_.read_row_groups(groups).slice(chunk.start - first, chunk.stop - chunk.start)
-    for position, obj in enumerate(table.to_pylist(), start=chunk.start):
+    rows = _PARQUET_STREAM.rows(shard, chunk.start, chunk.stop)
+    for position, obj in enumerate(rows, start=chunk.start):
         text = obj.pop(options.text_field)
         record_id = obj.pop(options.id_field, None)
         if not isinstance(text, str):
@@ -389,6 +482,61 @@ def _read_parquet(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[
         if record_id is None:
             record_id = _record_id(shard, position)
         yield position, _record(record_id, position, text=text, fields=obj), None
+
+
+class _ParquetStream:
+    """The rows of one Parquet file, read on from where the last chunk
+    ended (one file at a time, per process).
+
+    A row group is read in record batches (pyarrow's iter_batches, through a
+    buffered stream), so a chunk that follows the one before it reads its own
+    rows only: the time and memory a chunk takes do not grow with the size of
+    its row group. A chunk before the stream's place (chunks out of order)
+    starts again from the first row of its row group."""
+
+    BATCH_ROWS = 1024  # rows decoded at once
+    BUFFER_BYTES = 1 << 20  # bytes of a column chunk read at once
+
+    def __init__(self) -> None:
+        self.key: Optional[Tuple[str, int, int, int]] = None
+        self.file: Any = None
+        self.batches: Iterator[Any] = iter(())
+        self.batch: Any = None  # the record batch at hand
+        self.first = 0  # the row of its first row
+
+    def rows(self, shard: Shard, start: int, stop: int) -> List[Dict[str, Any]]:
+        """Rows [start, stop) of the shard's file, as dicts."""
+        key = (shard.path, shard.size, shard.mtime_ns, shard.inode)
+        if key != self.key or self.batch is None or self.first > start:
+            self._open(shard, key, start)
+        rows: List[Dict[str, Any]] = []
+        while self.batch is not None and self.first < stop:
+            end = self.first + self.batch.num_rows
+            if end > start:
+                low = max(start, self.first) - self.first
+                high = min(stop, end) - self.first
+                rows.extend(self.batch.slice(low, high - low).to_pylist())
+            if end > stop:
+                break  # the next chunk begins inside this batch
+            self.batch, self.first = next(self.batches, None), end
+        return rows
+
+    def _open(self, shard: Shard, key: Tuple[str, int, int, int], start: int) -> None:
+        pyarrow = import_pyarrow(action="Reading")
+        self.key, self.batch = None, None
+        self.file = pyarrow.parquet.ParquetFile(shard.path, buffer_size=self.BUFFER_BYTES)
+        metadata = self.file.metadata
+        group, first = 0, 0
+        while group < metadata.num_row_groups - 1 and first + metadata.row_group(group).num_rows <= start:
+            first += metadata.row_group(group).num_rows
+            group += 1
+        self.batches = self.file.iter_batches(
+            batch_size=self.BATCH_ROWS, row_groups=range(group, metadata.num_row_groups), use_threads=False
+        )
+        self.batch, self.first, self.key = next(self.batches, None), first, key
+
+
+_PARQUET_STREAM = _ParquetStream()
 
 
 _DOCBIN_CACHE: Dict[str, Any] = {}

@@ -4,6 +4,7 @@ local engine (nlp.pipe) or the ray engine (Ray Data), resumably."""
 import hashlib
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Union
@@ -13,12 +14,14 @@ import spacy
 from ..errors import BadRecordError, CorpusErrors
 from .inputs import (
     INPUT_FORMATS,
+    MAX_LINE_BYTES,
     SUFFIXES,
     Chunk,
     ReadOptions,
     Shard,
     find_input_files,
     input_changed,
+    input_checksum_changed,
     plan_shards,
 )
 from .outputs import (
@@ -39,6 +42,13 @@ from .pipeline import ChunkResult, load_pipeline
 
 ENGINES = ("local", "ray")
 ON_ERROR = ("skip", "raise")
+# the largest value of each size setting, and why
+LIMITS = {
+    "workers": (4096, "one process or Ray actor each"),
+    "batch_size": (1_000_000, "a chunk's records are read, tagged and encoded in memory at once"),
+    "shard_size": (1_000_000_000, "a shard's output is written whole, from memory"),
+    "max_line_bytes": (1 << 40, "a line is read whole, in memory"),
+}
 
 
 @dataclass
@@ -103,6 +113,7 @@ def tag_corpus(
     max_shards: Optional[int] = None,
     overwrite: bool = False,
     progress: bool = True,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> TagSummary:
     """Tag every document of a corpus once and write the output shard by shard.
 
@@ -140,6 +151,9 @@ def tag_corpus(
         and settings of an earlier job in the output folder first (other
         files stay, and so do listed files outside the folder).
     progress (bool): show a progress bar on stderr.
+    max_line_bytes (int): the longest line of a JSON Lines or plain text
+        input that is read (64 MiB by default); a longer one is a bad record,
+        skipped without being held in memory.
     RETURNS (TagSummary): counts and speed of this run.
     """
     _check_options(
@@ -151,11 +165,15 @@ def tag_corpus(
         input_format=input_format,
         output_format=output_format,
         on_error=on_error,
+        max_shards=max_shards,
+        max_line_bytes=max_line_bytes,
     )
+    if text_field == id_field:
+        raise ValueError(CorpusErrors.E126.format(field=text_field))
     start_time = time.perf_counter()
     input_path, output_path = Path(input), Path(output)
     _check_paths(input_path, output_path)
-    options = ReadOptions(text_field=text_field, id_field=id_field)
+    options = ReadOptions(text_field=text_field, id_field=id_field, max_line_bytes=max_line_bytes)
     shards, chunks = plan_shards(
         input_path, input_format=input_format, shard_size=shard_size, batch_size=batch_size, options=options
     )
@@ -237,6 +255,8 @@ def _check_options(
     input_format: Optional[str],
     output_format: str,
     on_error: str,
+    max_shards: Optional[int] = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> None:
     for setting, value, options in (
         ("engine", engine, ENGINES),
@@ -254,9 +274,19 @@ def _check_options(
         ("batch_size", batch_size, 1),
         ("shard_size", shard_size, 1),
         ("gpus_per_worker", gpus_per_worker, 0),
+        ("max_shards", 0 if max_shards is None else max_shards, 0),
+        ("max_line_bytes", max_line_bytes, 1),
     ):
         if number < minimum:
             raise ValueError(CorpusErrors.E111.format(setting=setting, minimum=minimum, value=number))
+    for setting, number, (maximum, why) in (
+        ("workers", workers, LIMITS["workers"]),
+        ("batch_size", batch_size, LIMITS["batch_size"]),
+        ("shard_size", shard_size, LIMITS["shard_size"]),
+        ("max_line_bytes", max_line_bytes, LIMITS["max_line_bytes"]),
+    ):
+        if number > maximum:
+            raise ValueError(CorpusErrors.E125.format(setting=setting, maximum=f"{maximum:,}", value=number, why=why))
     if engine == "local" and gpus_per_worker > 0 and workers > 1:
         raise ValueError(CorpusErrors.E112.format(workers=workers, gpus=gpus_per_worker))
     # the optional dependencies, here rather than when they are first used,
@@ -338,6 +368,8 @@ def _run(
     n_chunks = {shard.name: 0 for shard in todo}
     for chunk in work:
         n_chunks[chunk.shard.name] += 1
+    # shards of each input file still to write: the last one checks its sha256
+    shards_left = Counter(shard.path for shard in todo)
     by_name = {shard.name: shard for shard in todo}
     received: Dict[str, Dict[int, ChunkResult]] = {name: {} for name in n_chunks}
     spans: Dict[str, List[float]] = {}  # worker -> [first start, last end, words]
@@ -386,6 +418,9 @@ def _run(
             if len(parts) == n_chunks[result.shard]:
                 shard = by_name[result.shard]
                 changed = input_changed(shard)
+                shards_left[shard.path] -= 1
+                if changed is None and not shards_left[shard.path]:
+                    changed = input_checksum_changed(shard)
                 if changed is not None:
                     raise ValueError(CorpusErrors.E122.format(file=shard.path, detail=changed))
                 ordered = [parts[i] for i in range(len(parts))]

@@ -24,11 +24,14 @@ would write is refused (E120), never followed.
 """
 
 import contextlib
+import errno
+import hashlib
 import json
 import os
 import pickle
 import re
 import socket
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +49,9 @@ MANIFEST = "manifest.jsonl"
 JOB = "job.json"
 BAD_RECORDS = "bad_records"
 LOCK = ".lock"
+# the longest file name the job writes: 255 bytes (NAME_MAX) less what
+# write_atomic adds for its temporary file (".tmp-" before, ".xxxxxxxx" after)
+MAX_NAME_BYTES = 255 - len(TEMPORARY_PREFIX) - 9
 # the file of a shard: its encoded name, a shard number and a format's suffix
 SHARD_FILE = re.compile(r".+\.\d{5}\.(spacy|parquet|jsonl)$")
 
@@ -93,10 +99,11 @@ def _float(value: Any) -> Any:
 
 
 def jsonl_line(row: Dict[str, Any]) -> bytes:
-    """A row as one line of JSON Lines, UTF-8. The line separators that JSON
+    """A row as one line of JSON Lines, UTF-8, or ValueError for a row with
+    a NaN or an infinity (which JSON has no number for). The line separators that JSON
     leaves raw (U+0085, U+2028, U+2029: str.splitlines and JavaScript break
     lines there) are written escaped, so a line ends at "\\n" for any reader."""
-    text = json.dumps(row, ensure_ascii=False, default=str).translate(_ESCAPED_SEPARATORS)
+    text = json.dumps(row, ensure_ascii=False, default=str, allow_nan=False).translate(_ESCAPED_SEPARATORS)
     return text.encode("utf8") + b"\n"
 
 
@@ -128,10 +135,21 @@ def encode_chunk(docs: List[Doc], records: List[Dict[str, Any]], *, output_forma
 
 
 def shard_file(shard_name: str, output_format: str) -> str:
-    """The output file of a shard: its name with "%" as "%25" and "/" as
-    "%2F" (so distinct inputs never share a file, and the name reads back),
-    and the format's suffix."""
-    return shard_name.replace("%", "%25").replace("/", "%2F") + EXTENSIONS[output_format]
+    """The output file of a shard: its name with "%" as "%25", "/" as "%2F"
+    and a leading "." as "%2E" (so distinct inputs never share a file, the
+    name reads back, and no shard file is hidden or taken for a temporary
+    one), and the format's suffix. A name too long for the file system, once
+    `write_atomic`'s temporary prefix and suffix are added, keeps its start
+    and its shard number, with a hash of the whole name between them."""
+    encoded = shard_name.replace("%", "%25").replace("/", "%2F")
+    if encoded.startswith("."):
+        encoded = "%2E" + encoded[1:]
+    name = encoded + EXTENSIONS[output_format]
+    if len(os.fsencode(name)) <= MAX_NAME_BYTES:
+        return name
+    stem, _, number = encoded.rpartition(".")
+    tail = f"~{hashlib.sha256(os.fsencode(shard_name)).hexdigest()[:16]}.{number}{EXTENSIONS[output_format]}"
+    return os.fsdecode(os.fsencode(stem)[: MAX_NAME_BYTES - len(tail)]) + tail
 
 
 def check_real(output: Path, name: str) -> Path:
@@ -145,15 +163,58 @@ def check_real(output: Path, name: str) -> Path:
     return path
 
 
+def open_own_file(path: Path, flags: int) -> int:
+    """Open a file of the output folder so that it cannot reach outside it:
+    a link is never followed (O_NOFOLLOW), a FIFO never waited on
+    (O_NONBLOCK), and what was opened must be a regular file with no other
+    name (no hard link to a file elsewhere): E120 or E124 otherwise.
+
+    path (Path): the file.
+    flags (int): os.open's flags (O_RDWR, O_CREAT, ...).
+    RETURNS (int): the open file descriptor.
+    """
+    extra = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | extra, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValueError(CorpusErrors.E120.format(path=path)) from err
+        if err.errno in (errno.EISDIR, errno.ENXIO):
+            raise ValueError(CorpusErrors.E124.format(path=path, reason="not a regular file")) from err
+        raise
+    status = os.fstat(fd)
+    reason = None
+    if not stat.S_ISREG(status.st_mode):
+        reason = "not a regular file"
+    elif status.st_nlink > 1:
+        reason = f"a regular file with {status.st_nlink} names (hard links)"
+    if reason is not None:
+        os.close(fd)
+        raise ValueError(CorpusErrors.E124.format(path=path, reason=reason))
+    return fd
+
+
+def read_own_file(path: Path) -> Optional[bytes]:
+    """The bytes of a file of the output folder, opened as `open_own_file`
+    opens it, or None where there is none."""
+    try:
+        fd = open_own_file(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        return file.read()
+
+
 @contextlib.contextmanager
 def job_lock(output: Path) -> Iterator[None]:
     """Hold the output folder for one job; a second job gets E121 at once.
 
     The lock is an flock on OUTPUT/.lock, which the system releases when its
     holder ends, however it ends: a killed job leaves no stale lock. The file
-    names the holder (host and pid) for the message."""
+    names the holder (host and pid) for the message; it is opened as
+    `open_own_file` opens files (never a link, a FIFO or a file with other names)."""
     try:
-        fd = os.open(check_real(output, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+        fd = open_own_file(check_real(output, LOCK), os.O_RDWR | os.O_CREAT)
     except OSError as err:
         raise ValueError(CorpusErrors.E118.format(path=output, reason=err.strerror or err)) from err
     if not _try_lock(fd):
@@ -272,6 +333,13 @@ def clear_job(output: Path) -> None:
             if not inside(output, listed):
                 warnings.warn(CorpusWarnings.W101.format(file=listed, path=output), stacklevel=2)
                 continue
+            try:
+                status = os.lstat(root / listed)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(status.st_mode):
+                warnings.warn(CorpusWarnings.W102.format(file=listed, path=output), stacklevel=2)
+                continue
             (root / listed).unlink(missing_ok=True)
     for name in (MANIFEST, JOB):
         (output / name).unlink(missing_ok=True)
@@ -297,8 +365,9 @@ def check_job(output: Path, settings: Dict[str, Any], inputs: Dict[str, Dict[str
         by its path relative to the input.
     """
     path = output / JOB
-    if path.exists():
-        old = json.loads(path.read_text(encoding="utf8"))
+    data = read_own_file(path)
+    if data is not None:
+        old = json.loads(data.decode("utf8"))
         diff = [
             f"{key}: {old.get(key)!r} there, {value!r} now" for key, value in settings.items() if old.get(key) != value
         ]
@@ -324,10 +393,10 @@ def read_manifest(output: Path) -> Dict[str, Dict[str, Any]]:
     with its last entry.
     """
     entries: Dict[str, Dict[str, Any]] = {}
-    path = output / MANIFEST
-    if not path.exists():
+    data = read_own_file(output / MANIFEST)
+    if data is None:
         return entries
-    for line in path.read_text(encoding="utf8").splitlines():
+    for line in data.decode("utf8", "replace").splitlines():
         try:
             entry = json.loads(line)
             entries[entry["shard"]] = entry
