@@ -6,10 +6,13 @@ with its id in bad_records/.
     python -m benchmarks.corpus_faults /tmp/tagger --records 10000 --cycles 5 --engine local --workers 2
     python -m benchmarks.corpus_faults /tmp/tagger --records 10000 --cycles 5 --engine ray --workers 2
 
-The corpus is three JSON Lines files, two of them with paths that flatten
-alike (`sub/part.jsonl` and `sub__part.jsonl`), and a plain text file, with
-`--bad-share` of the records bad in each way of BAD_KINDS (a plain text line
-can only be over max_length or not UTF-8). A first run, to the end into a folder of its
+The corpus is five JSON Lines files, two of them with paths that flatten
+alike (`sub/part.jsonl` and `sub__part.jsonl`), one with a long and deep name
+(its shard files' names are hashed to fit), one whose name is not UTF-8 (its
+good records have no id, so they get `FILE:LINE`), a plain text file and a
+corrupt Parquet file (one bad record), with `--bad-share` of the records bad
+in each way of BAD_KINDS (a plain text line can only be over max_length or not
+UTF-8; the jobs run with --max-line-bytes MAX_LINE_BYTES). A first run, to the end into a folder of its
 own, times the job: its start-up (until its first shard is done) and the
 time a shard takes. Each cycle then starts `python -m spacy_crf tag` in a
 process group of its own and sends the group SIGKILL at a random moment of
@@ -18,7 +21,8 @@ the start-up), after a random part of the time a shard takes; then it counts
 the processes of the job still running 30 seconds later. Then, with
 `--changes`, a second job from scratch into a folder of its own: one run
 whose last input file grows by a line once its first shard is done, one
-where it shrinks to half: each must stop with E122; the file's bytes are put
+where it shrinks to half, one where it is rewritten with content of the same
+size and its mtime put back (as `cp -p`, `rsync -a`): each must stop with E122; the file's bytes are put
 back after each; a last run goes to the end and that folder is checked as
 the first. A last run of the killed job goes to the end; then every shard file and bad-record file in the output folder,
 listed in the manifest or not, is read back and compared with the corpus.
@@ -38,8 +42,26 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).parent.parent
-BAD_KINDS = ("surrogate", "over_max_length", "missing_text", "non_utf8", "wrong_type", "malformed_json")
+BAD_KINDS = (
+    "surrogate",
+    "over_max_length",
+    "missing_text",
+    "non_utf8",
+    "wrong_type",
+    "malformed_json",
+    "deep_json",
+    "over_max_line_bytes",
+)
 TEXT_KINDS = ("good", "over_max_length", "non_utf8")  # what a plain text line can be
+# the jobs' --max-line-bytes: over the lines of OVER_MAX_LENGTH, under those of OVER_MAX_LINE_BYTES
+MAX_LINE_BYTES = 1_200_000
+OVER_MAX_LINE_BYTES = "ham " * 325_000  # 1,300,000 characters
+# the input files of JSON Lines: two flatten alike, one is long and deep (its
+# shard file's name is hashed to fit), one is not UTF-8 (its records have no
+# ids: FILE:LINE, with the name's bytes as \xe9)
+NON_UTF8_NAME = os.fsdecode(b"caf\xe9.jsonl")
+JSONL_FILES = ["part-0.jsonl", "sub/part.jsonl", "sub__part.jsonl", "sub/deeper/" + "l" * 230 + ".jsonl", NON_UTF8_NAME]
+CORRUPT_FILE = "part-4.parquet"  # one bad record, FILE:1
 WORDS = ["I", "like", "green", "eggs", "and", "ham", "Eat", "blue", "Anna", "lives", "in", "Berlin"]
 OVER_MAX_LENGTH = "eggs " * 200_001  # 1,000,005 characters, over spaCy's default max_length
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}  # the jobs' environment
@@ -60,7 +82,7 @@ def make_corpus(folder: Path, *, records: int, bad_share: float, seed: int) -> D
     spots = rng.sample(range(records), round(records * bad_share) * len(BAD_KINDS))
     for k, position in enumerate(spots):
         kinds[position] = BAD_KINDS[k % len(BAD_KINDS)]
-    jsonl_files = ["part-0.jsonl", "sub/part.jsonl", "sub__part.jsonl"]  # two flatten alike
+    jsonl_files = JSONL_FILES
     files: Dict[str, List[bytes]] = {name: [] for name in jsonl_files}
     files["part-3.txt"] = []
     good: Set[str] = set()
@@ -68,16 +90,23 @@ def make_corpus(folder: Path, *, records: int, bad_share: float, seed: int) -> D
     for i, kind in enumerate(kinds):
         record_id = f"r{i}"
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 120)))
-        name = "part-3.txt" if kind in TEXT_KINDS and rng.random() < 0.25 else jsonl_files[rng.randrange(3)]
+        name = (
+            "part-3.txt" if kind in TEXT_KINDS and rng.random() < 0.25 else jsonl_files[rng.randrange(len(jsonl_files))]
+        )
         lines = files[name]
         where = (name, len(lines) + 1)
         if name.endswith(".txt"):
             line = {"good": text, "over_max_length": OVER_MAX_LENGTH, "non_utf8": text + " caf\xe9"}[kind]
             lines.append(line.encode("latin-1" if kind == "non_utf8" else "utf8"))
             record_id = f"{name}:{where[1]}"
-        elif kind == "malformed_json":
-            lines.append(json.dumps({"id": record_id, "text": text})[:-2].encode("utf8"))
-            record_id = f"{name}:{where[1]}"  # its id cannot be read either
+        elif kind in ("malformed_json", "deep_json", "over_max_line_bytes"):
+            line = {
+                "malformed_json": json.dumps({"id": record_id, "text": text})[:-2],
+                "deep_json": json.dumps({"id": record_id, "text": text})[:-1] + ', "f": ' + "[" * 100_000 + "}",
+                "over_max_line_bytes": json.dumps({"id": record_id, "text": OVER_MAX_LINE_BYTES}),
+            }[kind]
+            lines.append(line.encode("utf8"))
+            record_id = f"{_readable(name)}:{where[1]}"  # its id cannot be read either
         elif kind == "non_utf8":
             lines.append(json.dumps({"id": record_id, "text": text + " caf\xe9"}, ensure_ascii=False).encode("latin-1"))
         else:
@@ -88,16 +117,26 @@ def make_corpus(folder: Path, *, records: int, bad_share: float, seed: int) -> D
                 "wrong_type": [7, [text], None][i % 3],
             }.get(kind)
             row = {"id": record_id, "body": text} if kind == "missing_text" else {"id": record_id, "text": value}
+            if name == NON_UTF8_NAME and kind == "good":
+                del row["id"]
+                record_id = f"{_readable(name)}:{where[1]}"
             lines.append(json.dumps(row).encode("ascii"))
         if kind == "good":
             good.add(record_id)
         else:
-            bad[where] = record_id
+            bad[(_readable(name), where[1])] = record_id
     folder.mkdir(parents=True)
     for name, lines in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(b"".join(line + b"\n" for line in lines))
-    return {"good": good, "bad": bad, "kinds": dict(Counter(kinds))}
+    (folder / CORRUPT_FILE).write_bytes(b"PAR1" + bytes(rng.randrange(256) for _ in range(1000)))
+    bad[(CORRUPT_FILE, 1)] = f"{CORRUPT_FILE}:1"
+    return {"good": good, "bad": bad, "kinds": {**Counter(kinds), "corrupt_file": 1}}
+
+
+def _readable(name: str) -> str:
+    """A file name as the job's ids and reports write it."""
+    return os.fsencode(name).decode("utf8", "backslashreplace")
 
 
 def descendants(pid: int) -> List[int]:
@@ -155,6 +194,8 @@ def tag_command(
         str(shard_size),
         "--batch-size",
         str(batch_size),
+        "--max-line-bytes",
+        str(MAX_LINE_BYTES),
         "--no-progress",
     ]
 
@@ -235,8 +276,9 @@ def check_output(output: Path, expected: Dict[str, Any]) -> Dict[str, int]:
 
 def run_with_change(command: List[str], log: Path, *, output: Path, path: Path, how: str) -> Dict[str, Any]:
     """Run a job and change an input file once its next shard is done:
-    "grow" appends a line, "shrink" cuts it to half its lines; then put its
-    bytes back once the job has ended.
+    "grow" appends a line, "shrink" cuts it to half its lines, "replace"
+    rewrites it with content of the same size and puts its mtime back (as
+    `cp -p` and `rsync -a` do); then put its bytes back once the job has ended.
 
     RETURNS (Dict[str, Any]): "change", "returncode", "stopped_with_E122".
     """
@@ -249,6 +291,10 @@ def run_with_change(command: List[str], log: Path, *, output: Path, path: Path, 
             time.sleep(0.02)
         if how == "grow":
             path.write_bytes(original + json.dumps({"id": "late", "text": "eggs"}).encode("ascii") + b"\n")
+        elif how == "replace":  # as cp -p or rsync -a: the same size, the mtime put back
+            status = path.stat()
+            path.write_bytes(original.replace(b"like", b"LIKE"))
+            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
         else:
             lines = original.split(b"\n")
             path.write_bytes(b"\n".join(lines[: len(lines) // 2]) + b"\n")
@@ -321,7 +367,7 @@ def run(
             key=lambda p: str(p.relative_to(workdir / "input")),
         )[-1]
         runs = []
-        for how in ("grow", "shrink"):
+        for how in ("grow", "shrink", "replace"):
             result = run_with_change(command("changed"), log, output=workdir / "changed", path=last, how=how)
             print(json.dumps(result), file=sys.stderr, flush=True)
             runs.append(result)

@@ -82,11 +82,13 @@ class CRFPrediction(NamedTuple):
     candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
 
 
-def check_label_text(label: str, name: str) -> None:
-    """E043 unless a label is a non-empty string of printable characters
-    that UTF-8 encodes (no lone surrogate, no control character or line break)."""
+def check_label_text(label: str, name: str, *, empty: bool = False) -> None:
+    """E043 unless a label is a non-empty string (empty: or "", where the
+    target reads it, as a morphologizer reads "" as no features) of printable
+    characters that UTF-8 encodes (no lone surrogate, no control character or
+    line break)."""
     reason = None
-    if not label:
+    if not label and not empty:
         reason = "it is empty"
     else:
         try:
@@ -247,7 +249,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         """
         if not isinstance(label, str):
             raise ValueError(Errors.E010.format(type=type(label).__name__, label=label))
-        check_label_text(label, self.name)
+        check_label_text(label, self.name, empty=True)  # before expand_label reads it
         tags = self.target.expand_label(label)
         for tag in tags:
             self._check_label(tag)

@@ -99,12 +99,21 @@ def test_records_whose_output_cannot_be_written_are_reported(model, tmp_path, ou
 
 def test_every_kind_of_bad_record_is_reported_once_with_its_id(model, tmp_path):
     """Surrogates, over max_length, no text field, not UTF-8, a text that is a
-    number, list or null, and bad JSON, in JSON Lines and plain text files."""
+    number, list or null, bad JSON, JSON nested too deeply, a line over
+    max_line_bytes, in JSON Lines and plain text files (one with a long and
+    deep name, one whose name is not UTF-8), and a corrupt Parquet file."""
     expected = corpus_faults.make_corpus(tmp_path / "in", records=200, bad_share=0.02, seed=1)
-    summary = tag(model, tmp_path / "in", tmp_path / "out", shard_size=30, batch_size=8)
+    summary = tag(
+        model,
+        tmp_path / "in",
+        tmp_path / "out",
+        shard_size=30,
+        batch_size=8,
+        max_line_bytes=corpus_faults.MAX_LINE_BYTES,
+    )
     counts = corpus_faults.check_output(tmp_path / "out", expected)
-    assert counts["good_tagged_once"] == counts["good_expected"] == 176
-    assert counts["bad_reported_once"] == counts["bad_expected"] == summary.bad_records == 24
+    assert counts["good_tagged_once"] == counts["good_expected"] == 168
+    assert counts["bad_reported_once"] == counts["bad_expected"] == summary.bad_records == 33
     assert sum(n for key, n in counts.items() if not key.endswith(("_expected", "_once"))) == 0
 
 
@@ -266,7 +275,7 @@ def test_without_prctl_a_thread_ends_the_worker_when_its_parent_dies(tmp_path):
 def test_kills_lose_and_double_no_record_and_leave_no_process(model, tmp_path):
     """The benchmark (benchmarks/corpus_faults.py) scaled down, on the local
     engine with two worker processes: 120 records, three of every kind of bad
-    record, in 9 shards. The command is killed alone (kill -9, not its process
+    record, in 11 shards. The command is killed alone (kill -9, not its process
     group) once its workers are tagging: they end too. Then a rerun's process
     group is killed at a random moment of its work, as the benchmark does, and
     no process of it is left; then a run to the end: each record once, in the
@@ -281,7 +290,7 @@ def test_kills_lose_and_double_no_record_and_leave_no_process(model, tmp_path):
         model, tmp_path / "input", output, engine="local", workers=2, shard_size=15, batch_size=8
     )
     n_shards = len(plan_shards(tmp_path / "input", shard_size=15, batch_size=8)[0])
-    assert n_shards == 9
+    assert n_shards == 11
 
     def shards_done():
         return len((output / MANIFEST).read_text().splitlines()) if (output / MANIFEST).exists() else 0
@@ -314,8 +323,17 @@ def test_kills_lose_and_double_no_record_and_leave_no_process(model, tmp_path):
     after = rng.randint(before, max(before, n_shards - 1))
     delay = rng.uniform(0.0, shard_seconds if after > before else startup + shard_seconds)
     assert corpus_faults.run_killed(command, log, output=output, after=after, delay=delay)["left"] == 0
-    tag(model, tmp_path / "input", output, engine="local", workers=2, shard_size=15, batch_size=8)
+    tag(
+        model,
+        tmp_path / "input",
+        output,
+        engine="local",
+        workers=2,
+        shard_size=15,
+        batch_size=8,
+        max_line_bytes=corpus_faults.MAX_LINE_BYTES,
+    )
     counts = corpus_faults.check_output(output, expected)
-    assert counts["good_tagged_once"] == counts["good_expected"] == 102
-    assert counts["bad_reported_once"] == counts["bad_expected"] == 18
+    assert counts["good_tagged_once"] == counts["good_expected"] == 96
+    assert counts["bad_reported_once"] == counts["bad_expected"] == 25
     assert sum(n for key, n in counts.items() if not key.endswith(("_expected", "_once"))) == 0
