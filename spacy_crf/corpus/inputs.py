@@ -295,6 +295,8 @@ def input_changed(shard: Shard) -> Optional[str]:
 def input_checksum_changed(shard: Shard) -> Optional[str]:
     """Where a shard's input file no longer has the sha256 the job planned
     with, what differs; None where it has it."""
+    if not shard.sha256:  # a file the job could not read when it planned it: reported already
+        return None
     try:
         sha256 = file_sha256(shard.path)
     except OSError as err:

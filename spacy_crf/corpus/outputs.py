@@ -194,6 +194,18 @@ def open_own_file(path: Path, flags: int) -> int:
     return fd
 
 
+def remove_own_file(path: Path) -> None:
+    """Delete a file of the output folder where there is one: a regular file
+    or a link (the link, never what it names); anything else is E124."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)):
+        raise ValueError(CorpusErrors.E124.format(path=path, reason="not a regular file"))
+    path.unlink(missing_ok=True)
+
+
 def read_own_file(path: Path) -> Optional[bytes]:
     """The bytes of a file of the output folder, opened as `open_own_file`
     opens it, or None where there is none."""
@@ -291,7 +303,7 @@ def write_bad_records(output: Path, shard_name: str, bad: List[Dict[str, Any]]) 
     name = f"{BAD_RECORDS}/{shard_file(shard_name, 'jsonl')}"
     path = check_real(output, name)
     if not bad:
-        path.unlink(missing_ok=True)
+        remove_own_file(path)
         return None
     (output / BAD_RECORDS).mkdir(exist_ok=True)
     write_atomic(output / name, b"".join(json.dumps(entry, default=str).encode("ascii") + b"\n" for entry in bad))
@@ -342,7 +354,7 @@ def clear_job(output: Path) -> None:
                 continue
             (root / listed).unlink(missing_ok=True)
     for name in (MANIFEST, JOB):
-        (output / name).unlink(missing_ok=True)
+        remove_own_file(output / name)
     remove_temporary_files(output)
 
 

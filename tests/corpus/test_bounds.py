@@ -305,3 +305,13 @@ def test_the_same_field_for_text_and_id_is_refused_up_front(model, corpus, tmp_p
     with pytest.raises(ValueError, match="E126"):
         tag(model, corpus, tmp_path / "out", text_field="text", id_field="text")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_where_the_job_would_delete_a_file_is_a_coded_error(model, corpus, tmp_path):
+    out = tmp_path / "out"
+    tag(model, corpus, out)
+    (out / "job.json").unlink()
+    (out / "job.json").mkdir()
+    with pytest.raises(ValueError, match="E124.*job.json"):
+        tag(model, corpus, out, overwrite=True)
+    assert (out / "job.json").is_dir()
