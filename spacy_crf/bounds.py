@@ -1,6 +1,6 @@
 """The bounds on the sizes that callers and files control, each checked
 before memory is spent on it: n-best's k, the number of labels, the size of a
-component's saved files. Each can be raised, for a machine that has the
+component's saved files and of a DocBin input of the corpus job. Each can be raised, for a machine that has the
 memory, with an environment variable (read at every check). The thread
 count's bound is a setting's (spacy_crf.components.settings), and the corpus
 job's line length an option of the job. No spaCy, no torch."""
@@ -49,3 +49,5 @@ MAX_LABELS = Bound("labels", 5_000, "SPACY_CRF_MAX_LABELS")
 # a component's weights ("model") and its cfg, each read whole
 MAX_MODEL_BYTES = Bound("bytes of a model file", 8 << 30, "SPACY_CRF_MAX_MODEL_BYTES")
 MAX_CFG_BYTES = Bound("bytes of a cfg file", 256 << 20, "SPACY_CRF_MAX_CFG_BYTES")
+# a DocBin input file of the corpus job, read whole (a larger one is a bad file)
+MAX_DOCBIN_BYTES = Bound("bytes of a DocBin input file", 4 << 30, "SPACY_CRF_MAX_DOCBIN_BYTES")

@@ -23,8 +23,9 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy
 
+from ..bounds import MAX_DOCBIN_BYTES
 from ..errors import BadRecordError, CorpusErrors
-from ..files import file_sha256
+from ..files import FileRefused, file_sha256, read_regular_file
 from .parquet import import_pyarrow
 
 INPUT_FORMATS = ("jsonl", "text", "parquet", "docbin")
@@ -554,7 +555,15 @@ def _docbin_records(path: str) -> Tuple[List[Tuple[List[str], List[bool], Dict[s
     stat = os.stat(path)
     key = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
     if key not in _DOCBIN_CACHE:
-        data = Path(path).read_bytes()
+        try:
+            data = read_regular_file(path, MAX_DOCBIN_BYTES.value())
+        except FileRefused as refused:
+            if refused.size is None:
+                raise
+            raise ValueError(
+                f"it has {refused.size:,} bytes, over the bound of {MAX_DOCBIN_BYTES.value():,} "
+                f"{MAX_DOCBIN_BYTES.name} ({MAX_DOCBIN_BYTES.how_to_raise()})"
+            ) from None
         doc_bin = DocBin(store_user_data=True).from_bytes(data)
         docs = [
             ([t.text for t in doc], [bool(t.whitespace_) for t in doc], dict(doc.user_data))

@@ -315,3 +315,13 @@ def test_a_folder_where_the_job_would_delete_a_file_is_a_coded_error(model, corp
     with pytest.raises(ValueError, match="E124.*job.json"):
         tag(model, corpus, out, overwrite=True)
     assert (out / "job.json").is_dir()
+
+
+def test_a_docbin_input_over_its_bound_is_a_reported_file(model, corpus, tmp_path, monkeypatch):
+    from ..corpus_data import write_docbin
+
+    write_docbin(corpus / "big.spacy", ["I like eggs"] * 20)
+    monkeypatch.setenv("SPACY_CRF_MAX_DOCBIN_BYTES", "100")
+    summary = tag(model, corpus, tmp_path / "out")
+    assert summary.docs == 3 and summary.bad_records == 1
+    assert "SPACY_CRF_MAX_DOCBIN_BYTES" in bad_reports(tmp_path / "out")[0]["message"]
