@@ -149,7 +149,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     import spacy
     from spacy.training import Corpus
 
-    from spacy_crf.calibration.temperature import GoldScores, crf_tagger_name
+    from spacy_crf.calibrate import GoldScores, crf_tagger_name
 
     nlp = spacy.load(args.model)
     name = crf_tagger_name(nlp, args.component)

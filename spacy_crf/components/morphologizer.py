@@ -8,7 +8,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 
 from ..ml import CRFBatch
-from ..scorers import morphologizer_score
+from ..scoring import morphologizer_score
 from ..targets import MORPH_TARGETS
 from .base import CRFComponent
 from .defaults import default_model

@@ -11,7 +11,7 @@ from thinc.api import Model
 
 from ..errors import Errors, Warnings
 from ..ml import CRFBatch, DocScores
-from ..scorers import ner_score
+from ..scoring import ner_score
 from ..targets import ENTITY_SCHEMES, EntityTarget
 from .base import CRFComponent, CRFPrediction
 from .defaults import default_model

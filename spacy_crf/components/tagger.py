@@ -6,13 +6,13 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Model
 
-from ..legacy import crf_tagger_0x, is_0x
 from ..ml import CRFBatch
-from ..scorers import tagger_score
+from ..scoring import tagger_score
 from ..targets import TOKEN_TARGETS
 from .base import CRFComponent
 from .defaults import default_model
 from .settings import TAGGER, defaults, documented, factory_settings
+from .tagger_0x import crf_tagger_0x, is_0x
 
 DEFAULT_TAGGER_MODEL = default_model(transitions="full", emissions="full", nC=8, word_dropout=0.25)
 
@@ -43,7 +43,7 @@ def make_crf_tagger(
     quantize: str,
     learn_new_labels: bool,
     scorer: Optional[Callable],
-    # 0.x's entity settings, which configs of 0.x and 1.0 hold: see legacy.crf_tagger_0x
+    # 0.x's entity settings, which configs of 0.x and 1.0 hold: see tagger_0x.crf_tagger_0x
     store_entity_probs: bool = False,
     ents_threshold: float = 0.0,
     candidates_key: Optional[str] = None,
@@ -55,7 +55,7 @@ def make_crf_tagger(
     model: the network, e.g. `spacy_crf.BiLSTMCRF.v4`: docs in, CRF scores out.
     scorer: `spacy_crf.tagger_scorer.v1`: tag_acc and/or pos_acc.
     The 0.x targets and entity settings build the component that has them
-    now, with a warning (`spacy_crf.legacy.crf_tagger_0x`).
+    now, with a warning (`spacy_crf.components.tagger_0x.crf_tagger_0x`).
     """
     settings = factory_settings(TAGGER, locals())
     deprecated: Dict[str, Any] = dict(

@@ -2,7 +2,7 @@
 attributes plus character features (and a word encoder), mixed by a Maxout
 layer into one vector per token; a known-word list for the first attribute
 (`min_count`) maps rare words to one trained unknown-word vector. The earlier
-versions are in spacy_crf/legacy.py.
+versions are in spacy_crf/ml/legacy.py.
 
 The features of a batch are built on the host in one array and copied to the
 device once (features.py); the outputs equal spaCy's per-doc layers'.
@@ -28,7 +28,7 @@ from thinc.api import (
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors
-from ..stub_gaps import asarray, hash_string
+from ..typed_api import asarray, hash_string
 from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .distinct_tokens import per_distinct_token
 from .features import batch_features, byte_embed

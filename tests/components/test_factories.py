@@ -14,7 +14,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
-from spacy_crf.legacy import DEPRECATED_SETTINGS
+from spacy_crf.components.tagger_0x import DEPRECATED_SETTINGS
 
 from ..helpers import assert_same_weights
 

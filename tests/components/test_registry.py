@@ -19,7 +19,7 @@ CURRENT = [
     ("readers", "spacy_crf.SentencesAndDocs.v1"),
     ("schedules", "spacy_crf.warmup_linear.v1"),
 ]
-# superseded versions (spacy_crf.legacy): registered so that old configs load
+# superseded versions (spacy_crf.ml.legacy, spacy_crf.scoring.legacy): registered so that old configs load
 LEGACY = [
     ("architectures", "spacy_crf.BiLSTMCRF.v1"),
     ("architectures", "spacy_crf.BiLSTMCRF.v2"),
@@ -69,16 +69,20 @@ def test_entry_points_work_without_importing_spacy_crf():
 
 
 def test_public_exports_match_the_registered_names():
-    """One export of spacy_crf per current name, one of spacy_crf.legacy per
-    superseded one, and an entry point each (factories included)."""
+    """One export of spacy_crf per current name, one of spacy_crf.ml.legacy or
+    spacy_crf.scoring.legacy per superseded one, and an entry point each
+    (factories included)."""
     from importlib.metadata import entry_points
 
-    from spacy_crf import legacy
+    from spacy_crf.ml import legacy as legacy_architectures
+    from spacy_crf.scoring import legacy as legacy_scorers
 
     exported = {getattr(spacy_crf, name) for name in spacy_crf.__all__}
     for registry_name, func_name in CURRENT:
         assert getattr(spacy.registry, registry_name).get(func_name) in exported, func_name
-    in_legacy = {value for value in vars(legacy).values() if callable(value)}
+    in_legacy = {
+        value for module in (legacy_architectures, legacy_scorers) for value in vars(module).values() if callable(value)
+    }
     for registry_name, func_name in LEGACY:
         assert getattr(spacy.registry, registry_name).get(func_name) in in_legacy, func_name
     declared = {(ep.group, ep.name) for group in GROUPS.values() for ep in entry_points(group=group)}

@@ -11,7 +11,7 @@ from spacy.util import registry
 import spacy_crf  # noqa: F401 (registers the factories)
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
 from spacy_crf.components.settings import ENTITY_RECOGNIZER, MORPHOLOGIZER, TAGGER, settings_table
-from spacy_crf.legacy import DEPRECATED_SETTINGS
+from spacy_crf.components.tagger_0x import DEPRECATED_SETTINGS
 
 SPINES = {"crf_tagger": TAGGER, "crf_morphologizer": MORPHOLOGIZER, "crf_ner": ENTITY_RECOGNIZER}
 CLASSES = {"crf_tagger": CRFTagger, "crf_morphologizer": CRFMorphologizer, "crf_ner": CRFEntityRecognizer}

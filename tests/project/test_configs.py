@@ -6,7 +6,7 @@ import pytest
 import spacy
 from thinc.api import Config
 
-from spacy_crf.legacy import DEPRECATED_SETTINGS
+from spacy_crf.components.tagger_0x import DEPRECATED_SETTINGS
 
 from ..helpers import CONFIGS, SENTENCES, run_spacy, write_docbin
 
