@@ -1,7 +1,7 @@
 """Fill the tables of README.md and docs/benchmarks.md from the project's own outputs,
 and the settings tables of the component pages from the settings' declarations.
 
-    python -m benchmarks.docs_tables [--root .] [--check]
+    python -m docs.tables [--root .] [--check]
 
 Each table sits between `<!-- table:NAME:start -->` and `<!-- table:NAME:end -->`
 (`<!-- results:start -->` / `<!-- results:end -->` in README.md) and is rendered
@@ -25,9 +25,9 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from .gpu import kernel_table as gpu_kernel_table
-from .pipeline_compare import TRAINING_UNITS
-from .quantize import table as quantize_table
+from benchmarks.gpu import kernel_table as gpu_kernel_table
+from benchmarks.pipeline_compare import TRAINING_UNITS
+from benchmarks.quantize import table as quantize_table
 
 PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologizer.md", "docs/ner.md"]
 
@@ -65,8 +65,8 @@ def load(path: Path) -> Optional[dict]:
 
 def results(root: Path) -> Optional[str]:
     """The results command's table (benchmarks.results_table)."""
-    from .results_table import is_evaluate_output
-    from .results_table import main as results_table
+    from benchmarks.results_table import is_evaluate_output
+    from benchmarks.results_table import main as results_table
 
     metrics = root / "metrics"
     # `spacy evaluate` outputs; other benchmarks also write to metrics/ (contention.json)
@@ -268,7 +268,7 @@ def morph(root: Path) -> Optional[str]:
     folders = sorted(p for p in (metrics / "morph").glob("*") if p.is_dir())
     if not folders:
         return None
-    from .morph_table import treebank_table
+    from benchmarks.morph_table import treebank_table
 
     speeds = [load(path) for folder in folders for path in sorted(folder.glob("*-speed.json"))]
     parts = [
@@ -638,7 +638,7 @@ def settings(root: Path, spine: str) -> str:
 def converged(root: Path) -> Optional[str]:
     """benchmarks/runs/converged/*.json (`python -m benchmarks.converged`): the
     transformer comparison at convergence, per task and head."""
-    from .converged_report import load_runs, table
+    from benchmarks.converged_report import load_runs, table
 
     folder = root / "benchmarks" / "runs" / "converged"
     rendered = table(folder)
@@ -652,7 +652,7 @@ def converged_summary(root: Path) -> Optional[str]:
     """The README's converged lines: only tasks with 3 converged seeds per
     head ("" where none has them); None without run records (the block is
     left as it is)."""
-    from .converged_report import summary
+    from benchmarks.converged_report import summary
 
     return summary(root / "benchmarks" / "runs" / "converged")
 
