@@ -659,9 +659,9 @@ def converged_summary(root: Path) -> Optional[str]:
 
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # the components' settings, from their declarations
-    "settings-crf_tagger": functools.partial(settings, spine="TAGGER"),
-    "settings-crf_morphologizer": functools.partial(settings, spine="MORPHOLOGIZER"),
-    "settings-crf_ner": functools.partial(settings, spine="ENTITY_RECOGNIZER"),
+    "settings-crf_tagger": functools.partial(settings, spine="TAGGER_SETTINGS"),
+    "settings-crf_morphologizer": functools.partial(settings, spine="MORPHOLOGIZER_SETTINGS"),
+    "settings-crf_ner": functools.partial(settings, spine="ENTITY_RECOGNIZER_SETTINGS"),
     # tags against spaCy and Flair
     "results": results,
     "pipeline-compare-batch-words": functools.partial(pipeline_compare, folder="speed/batch_words"),

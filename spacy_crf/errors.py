@@ -1,8 +1,10 @@
 """Coded error messages, in spaCy's style: `raise ValueError(Errors.E002.format(...))`."""
 
 # Codes no longer raised (never reused): one per setting, until every
-# component setting was checked by its declaration (E039).
-RETIRED = ("E001", "E004", "E015", "E018", "E021", "E031", "E032")
+# component setting was checked by its declaration (E039); E040, an unknown
+# setting, since the components take their settings as named arguments
+# (spaCy's config validation names an unknown key first).
+RETIRED = ("E001", "E004", "E015", "E018", "E021", "E031", "E032", "E040")
 
 
 class ErrorsWithCodes(type):
@@ -164,7 +166,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "adds the scheme's tags for each itself."
     )
     E039 = "Component '{name}' was given {setting} = {value!r}: expected {allowed}."
-    E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
     E042 = "Cannot resume this training: {reason}."
 

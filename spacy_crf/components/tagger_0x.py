@@ -6,8 +6,9 @@ configs, which hold the entity settings) keep training, loading and
 predicting: crf_tagger's factory routes them here."""
 
 import warnings
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, List, NamedTuple, Optional
 
+from spacy.language import Language
 from spacy.tokens import Doc
 from thinc.api import Model
 
@@ -15,6 +16,7 @@ from ..errors import Errors, Warnings
 from ..ml import CRFBatch
 from ..scoring import morphologizer_score, ner_score, tagger_score
 from ..targets import TOKEN_TARGETS
+from .base import CRFComponent
 from .morphologizer import CRFMorphologizer
 from .ner import CRFEntityRecognizer
 
@@ -24,61 +26,57 @@ MOVED_TARGETS = {
     "tag+pos+morph": "crf_morphologizer",
     "ents": "crf_ner",
 }
-# the entity settings of 0.x's crf_tagger, beside the tagger's own in its signature
-DEPRECATED_SETTINGS = (
-    "store_entity_probs",
-    "ents_threshold",
-    "candidates_key",
-    "candidates_threshold",
-    "incorrect_spans_key",
-)
 
 
-def sets_entity_settings(deprecated: Dict[str, Any]) -> bool:
-    """Whether any of 0.x's entity settings has other than its default
-    (candidates_threshold matters only with candidates_key)."""
-    return bool(deprecated.get("store_entity_probs") or deprecated.get("ents_threshold")) or any(
-        deprecated.get(key) is not None for key in ("candidates_key", "incorrect_spans_key")
-    )
+class EntitySettings0x(NamedTuple):
+    """The values of 0.x's entity settings of crf_tagger (`TAGGER_0X_SETTINGS`)."""
+
+    store_entity_probs: bool
+    ents_threshold: float
+    candidates_key: Optional[str]
+    candidates_threshold: float
+    incorrect_spans_key: Optional[str]
+
+    def any_set(self) -> bool:
+        """Whether any has other than its default (candidates_threshold
+        matters only with candidates_key)."""
+        return bool(self.store_entity_probs or self.ents_threshold) or any(
+            key is not None for key in (self.candidates_key, self.incorrect_spans_key)
+        )
 
 
-def is_0x(target: str, constraints: str, deprecated: Dict[str, Any]) -> bool:
+def is_0x(target: str, constraints: str, entity_settings: EntitySettings0x) -> bool:
     """Whether crf_tagger's settings are 0.x's: a target that moved, constraints
-    "auto", or an entity setting (`deprecated`: DEPRECATED_SETTINGS' values)."""
-    return target not in TOKEN_TARGETS or constraints == "auto" or sets_entity_settings(deprecated)
+    "auto", or an entity setting."""
+    return target not in TOKEN_TARGETS or constraints == "auto" or entity_settings.any_set()
 
 
 def crf_tagger_0x(
-    nlp: Any,
+    nlp: Language,
     name: str,
     model: Model[List[Doc], CRFBatch],
     *,
-    tagger_class: Callable[..., Any],
+    tagger_class: Callable[..., CRFComponent],
     target: str,
     constraints: str,
+    entity_settings: EntitySettings0x,
+    overwrite: bool,
+    window: int,
+    by_sentence: bool,
+    batch_words: int,
+    store_confidence: bool,
+    threads: int,
+    quantize: str,
+    learn_new_labels: bool,
     scorer: Optional[Callable],
-    store_entity_probs: bool,
-    ents_threshold: float,
-    candidates_key: Optional[str],
-    candidates_threshold: float,
-    incorrect_spans_key: Optional[str],
-    **common: Any,
-) -> Any:
+) -> CRFComponent:
     """What crf_tagger built in 0.x: for a moved target (warning W003) a
     CRFEntityRecognizer ("ents"; constraints "auto" and "none" are BILUO) or
     a CRFMorphologizer, else a CRFTagger (constraints "auto" is "none").
     crf_tagger's own scorer, which scores tags, becomes the new component's;
     another scorer is kept. `tagger_class`: CRFTagger (passed in, so that
-    this module needs nothing of tagger.py); `common`: the settings all
-    three share."""
-    entity_settings = sets_entity_settings(
-        dict(
-            store_entity_probs=store_entity_probs,
-            ents_threshold=ents_threshold,
-            candidates_key=candidates_key,
-            incorrect_spans_key=incorrect_spans_key,
-        )
-    )
+    this module needs nothing of tagger.py); the other settings are those
+    all three components have."""
     if target == "ents":
         warnings.warn(Warnings.W003.format(name=name, target=target, factory="crf_ner"), stacklevel=3)
         return CRFEntityRecognizer(
@@ -86,15 +84,22 @@ def crf_tagger_0x(
             model,
             name,
             scheme="BILUO" if constraints in ("auto", "none") else constraints,
-            incorrect_spans_key=incorrect_spans_key,
-            store_entity_probs=store_entity_probs,
-            threshold=ents_threshold,
-            candidates_key=candidates_key,
-            candidates_threshold=candidates_threshold,
+            incorrect_spans_key=entity_settings.incorrect_spans_key,
+            store_entity_probs=entity_settings.store_entity_probs,
+            threshold=entity_settings.ents_threshold,
+            candidates_key=entity_settings.candidates_key,
+            candidates_threshold=entity_settings.candidates_threshold,
+            overwrite=overwrite,
+            window=window,
+            by_sentence=by_sentence,
+            batch_words=batch_words,
+            store_confidence=store_confidence,
+            threads=threads,
+            quantize=quantize,
+            learn_new_labels=learn_new_labels,
             scorer=ner_score if scorer is tagger_score else scorer,
-            **common,
         )
-    if entity_settings:
+    if entity_settings.any_set():
         raise ValueError(Errors.E020.format(name=name, target=target))
     if target in MOVED_TARGETS:
         warnings.warn(Warnings.W003.format(name=name, target=target, factory=MOVED_TARGETS[target]), stacklevel=3)
@@ -105,8 +110,29 @@ def crf_tagger_0x(
             model,
             name,
             target=target,
+            overwrite=overwrite,
+            window=window,
+            by_sentence=by_sentence,
+            batch_words=batch_words,
+            store_confidence=store_confidence,
+            threads=threads,
+            quantize=quantize,
+            learn_new_labels=learn_new_labels,
             scorer=morphologizer_score if scorer is tagger_score else scorer,
-            **common,
         )
-    constraints = "none" if constraints == "auto" else constraints  # 0.x's default: no scheme for tags
-    return tagger_class(nlp.vocab, model, name, target=target, constraints=constraints, scorer=scorer, **common)
+    return tagger_class(
+        nlp.vocab,
+        model,
+        name,
+        target=target,
+        constraints="none" if constraints == "auto" else constraints,  # 0.x's default: no scheme for tags
+        overwrite=overwrite,
+        window=window,
+        by_sentence=by_sentence,
+        batch_words=batch_words,
+        store_confidence=store_confidence,
+        threads=threads,
+        quantize=quantize,
+        learn_new_labels=learn_new_labels,
+        scorer=scorer,
+    )

@@ -53,7 +53,8 @@ class TrainingMixin:
     """The training methods of CRFComponent."""
 
     if TYPE_CHECKING:
-        # what CRFComponent (base.py) provides, declared for the type checker only
+        # what CRFComponent (base.py) provides, for the type checker: the
+        # attributes are set in CRFComponent.__init__, which declares them
         name: str
         cfg: Dict[str, Any]
         model: Model[List[Doc], CRFBatch]
