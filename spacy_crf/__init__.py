@@ -32,6 +32,7 @@ from .components import (
     make_crf_morphologizer,
     make_crf_ner,
     make_crf_tagger,
+    make_learn_new_labels,
 )
 from .ml import build_bilstm_crf_v4, build_char_cnn_v2, build_hash_char_embed_v5
 from .readers import create_sentences_and_docs_reader
@@ -52,6 +53,7 @@ __all__ = [
     "make_crf_morphologizer",
     "make_crf_ner",
     "make_crf_tagger",
+    "make_learn_new_labels",
     "make_morphologizer_scorer",
     "make_ner_scorer",
     "make_tagger_scorer",

@@ -38,11 +38,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "labels have a POS feature). Valid tags: {options}."
     )
     E003 = (
-        "The gold data for component '{name}' has the label '{label}', which "
-        "is not among its {n_labels} labels. Initialize the component on data "
-        "that contains every label (or pass them all with `labels=`, e.g. from "
-        "`spacy init labels`), add it with `add_label`, or set "
-        "`learn_new_labels = true` to add it as it comes."
+        "The gold data for component '{name}' has the {kind} '{label}', which "
+        "is not among its {n_labels} {kind}s. Initialize the component on data "
+        "that contains every {kind} (or pass them all with `labels=`, e.g. from "
+        "`spacy init labels`), add it with `add_label`, or set the component's "
+        "`learn_new_labels` to add it as it comes (in `spacy train`, for a "
+        "sourced component: the callback spacy_crf.learn_new_labels.v1 in "
+        "[initialize.before_init])."
     )
     E005 = (
         "Component '{name}' found no labels for target '{target}' in the "
@@ -168,6 +170,17 @@ class Errors(metaclass=ErrorsWithCodes):
     E039 = "Component '{name}' was given {setting} = {value!r}: expected {allowed}."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
     E042 = "Cannot resume this training: {reason}."
+    E060 = (
+        "Component '{name}' reads static vectors (include_static_vectors = true), "
+        "but the pipeline's vocab has none. Load them first: [initialize] vectors "
+        "in the config (`spacy train --paths.vectors`), or nlp.vocab.vectors before "
+        "initialize; or set include_static_vectors = false."
+    )
+    E061 = (
+        "spacy_crf.learn_new_labels.v1 was given the component '{component}': "
+        "{reason}. It takes the names of spacy-crf components of the pipeline "
+        "({options})."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

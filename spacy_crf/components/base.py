@@ -93,6 +93,8 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     SETTINGS: Tuple[Setting, ...] = ()
     # the factory's name (the default component name)
     FACTORY = ""
+    # what a user calls one of `labels`, in messages
+    LABEL_KIND = "label"
 
     def __init__(
         self,
@@ -240,6 +242,17 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         )
         set_constraints(self.model, self._constraint_masks())
 
+    def _unknown_label_error(self, tag: str) -> str:
+        """E003 for a gold label the component does not have, in the terms
+        of `labels` (crf_ner: the entity type of a tag, and how many types)."""
+        return Errors.E003.format(
+            name=self.name, kind=self.LABEL_KIND, label=self._label_of_tag(tag), n_labels=len(self.labels)
+        )
+
+    def _label_of_tag(self, tag: str) -> str:
+        """The label of `labels` that a CRF label belongs to (itself here)."""
+        return tag
+
     def _check_label(self, label: str) -> None:
         if not self.target.accepts(label):
             raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
@@ -296,6 +309,8 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if (parts is None or not any(parts)) and uses_label_parts(self.model):
             raise ValueError(Errors.E029.format(name=self.name, target=self.cfg["target"]))
         set_label_parts(self.model, parts)
+        if any(node.name == "static_vectors" for node in self.model.walk()) and not self.vocab.vectors.shape[0]:
+            raise ValueError(Errors.E060.format(name=self.name))
         self.model.get_ref("output_layer").set_dim("nO", len(self.tags), force=True)
         self.model.initialize(X=doc_sample)
         set_constraints(self.model, masks)

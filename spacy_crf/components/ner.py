@@ -108,6 +108,7 @@ class CRFEntityRecognizer(CRFComponent):
 
     TARGETS = {"ents": EntityTarget("BILUO")}
     FACTORY = "crf_ner"
+    LABEL_KIND = "entity type"
     SETTINGS = ENTITY_RECOGNIZER_SETTINGS
 
     def __init__(
@@ -189,6 +190,10 @@ class CRFEntityRecognizer(CRFComponent):
                 )
             )
         return super().add_label(label)
+
+    def _label_of_tag(self, tag: str) -> str:
+        """The entity type of a tag of the scheme ("B-ORG": "ORG")."""
+        return tag.partition("-")[2] or tag
 
     def _initialize_without_labels(self) -> None:
         """No entity type: the CRF has the one tag "O" and writes no entity,

@@ -18,6 +18,7 @@ CURRENT = [
     ("scorers", "spacy_crf.ner_scorer.v1"),
     ("readers", "spacy_crf.SentencesAndDocs.v1"),
     ("schedules", "spacy_crf.warmup_linear.v1"),
+    ("callbacks", "spacy_crf.learn_new_labels.v1"),
 ]
 # superseded versions (spacy_crf.ml.legacy, spacy_crf.scoring.legacy): registered so that old configs load
 LEGACY = [
@@ -40,7 +41,10 @@ GROUPS = {
     "scorers": "spacy_scorers",
     "readers": "spacy_readers",
     "schedules": "thinc_schedules",
+    "callbacks": "spacy_callbacks",
 }
+
+REGISTRY_OF = {group: registry_name for registry_name, group in GROUPS.items()}
 
 
 @pytest.mark.parametrize("registry_name,func_name", REGISTERED)
@@ -88,6 +92,11 @@ def test_public_exports_match_the_registered_names():
     declared = {(ep.group, ep.name) for group in GROUPS.values() for ep in entry_points(group=group)}
     for registry_name, func_name in REGISTERED:
         assert (GROUPS[registry_name], func_name) in declared, func_name
+    # each entry point's module path is where the function is (modules move; names do not)
+    for group in GROUPS.values():
+        for ep in entry_points(group=group):
+            if ep.name.startswith("spacy_crf."):
+                assert ep.load() is getattr(spacy.registry, REGISTRY_OF[group]).get(ep.name), ep.name
     factories = {ep.name for ep in entry_points(group="spacy_factories")}
     assert set(FACTORIES) <= factories
 
