@@ -374,6 +374,11 @@ def _probabilities_kind(r: Dict) -> str:
     return f"exact posteriors, tau{fitted} = {taus}"
 
 
+# records of runs from before crf_ner name its component by the 0.x
+# factory that built it: a crf_tagger with target "ents", which is crf_ner
+ENTITY_SYSTEMS = {"crf_tagger": "crf_ner"}
+
+
 def entity_probability_tables(records: Dict[str, Dict], plots: Dict[str, str]) -> Optional[str]:
     """The calibration table, the precision/recall over t table and the plots
     (docs/images/PLOT) of benchmarks.entity_probabilities records, by name."""
@@ -391,7 +396,8 @@ def entity_probability_tables(records: Dict[str, Dict], plots: Dict[str, str]) -
         high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
         floor = "-" if e.get("ece_sampling") is None else f"{e['ece_sampling']:.4f}"
         lines.append(
-            f"| `{name}` | {r['system']} | {_probabilities_kind(r)} | {where} | {e['n']:,} | {e['ece']:.4f} "
+            f"| `{name}` | {ENTITY_SYSTEMS.get(r['system'], r['system'])} | {_probabilities_kind(r)} | {where} "
+            f"| {e['n']:,} | {e['ece']:.4f} "
             f"| {floor} | {e['brier']:.4f} | {high} |"
         )
     shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]

@@ -43,7 +43,7 @@ class GoldScores:
 
     nlp (Language): the pipeline; the components before `name` annotate the
         docs first (e.g. the tok2vec a listener reads).
-    name (str): the name of a crf_tagger component of nlp.
+    name (str): the name of a spacy-crf component of nlp.
     examples (Iterable[Example]): the annotated docs (e.g. from a spaCy
         Corpus); their predicted docs are what the component reads.
     batch_size (int): docs per model call, taken in order of length.
@@ -211,8 +211,8 @@ class CalibrationResult:
         }
 
 
-def crf_tagger_name(nlp: Language, component: Optional[str] = None) -> str:
-    """The crf_tagger component to calibrate: `component`, or the pipeline's
+def crf_component_name(nlp: Language, component: Optional[str] = None) -> str:
+    """The spacy-crf component to calibrate: `component`, or the pipeline's
     only one (ValueError E025 if it has none or several)."""
     names = [name for name, proc in nlp.pipeline if isinstance(proc, CRFComponent)]
     if component is not None:
@@ -244,7 +244,7 @@ def calibrate(
     nlp: Optional[Language] = None,
     objective: str = "tokens",
 ) -> CalibrationResult:
-    """Fit the temperature of a pipeline's crf_tagger on annotated docs and
+    """Fit the temperature of a pipeline's spacy-crf component on annotated docs and
     save it in the component's cfg.
 
     model (Union[str, Path]): the pipeline, a folder or an installed package.
@@ -255,7 +255,7 @@ def calibrate(
     gold_preproc (bool): read the docs on their gold tokens, one sentence
         per doc (as `spacy evaluate --gold-preproc`).
     component (Optional[str]): the component's name; None for the
-        pipeline's only crf_tagger.
+        pipeline's only spacy-crf component.
     batch_size (int): docs per model call.
     write (bool): False fits and reports without saving anything.
     nlp (Optional[Language]): the pipeline already loaded from `model`.
@@ -268,7 +268,7 @@ def calibrate(
 
     if nlp is None:
         nlp = spacy.load(model)
-    name = crf_tagger_name(nlp, component)
+    name = crf_component_name(nlp, component)
     tagger = cast(CRFComponent, nlp.get_pipe(name))
     if objective not in OBJECTIVES:
         raise ValueError(

@@ -57,7 +57,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E007 = (
         "Could not load the model of component '{name}': {reason}. The file is "
-        "corrupt, truncated or not a crf_tagger model; the component was left "
+        "corrupt, truncated or not a spacy-crf model; the component was left "
         "unchanged."
     )
     E008 = (
@@ -85,7 +85,7 @@ class Errors(metaclass=ErrorsWithCodes):
     E016 = (
         "The embedding's known-word list (min_count={min_count}) was never "
         "counted: it is counted when the model is initialized (over the "
-        "training data by crf_tagger.initialize). Call `nlp.initialize()` "
+        "training data by the component's initialize). Call `nlp.initialize()` "
         "before using the spacy_crf.HashCharEmbed.v2 layer, or set min_count = 0."
     )
     E017 = (

@@ -148,7 +148,7 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
 
     attrs["known"] holds the sorted keys of the known words, and
     attrs["counted"] whether they were counted. `count_known_words` counts
-    them over the training data (crf_tagger.initialize calls it for every
+    them over the training data (a component's initialize calls it for every
     such layer of the pipeline, a shared tok2vec's too); a layer initialized
     before that counts the words of its initialization sample.
     """
