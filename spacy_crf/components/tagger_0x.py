@@ -6,7 +6,7 @@ configs, which hold the entity settings) keep training, loading and
 predicting: crf_tagger's factory routes them here."""
 
 import warnings
-from typing import Callable, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -77,6 +77,17 @@ def crf_tagger_0x(
     another scorer is kept. `tagger_class`: CRFTagger (passed in, so that
     this module needs nothing of tagger.py); the other settings are those
     all three components have."""
+    # the settings all three components have, passed on by name
+    shared: Dict[str, Any] = dict(
+        overwrite=overwrite,
+        window=window,
+        by_sentence=by_sentence,
+        batch_words=batch_words,
+        store_confidence=store_confidence,
+        threads=threads,
+        quantize=quantize,
+        learn_new_labels=learn_new_labels,
+    )
     if target == "ents":
         warnings.warn(Warnings.W003.format(name=name, target=target, factory="crf_ner"), stacklevel=3)
         return CRFEntityRecognizer(
@@ -89,14 +100,7 @@ def crf_tagger_0x(
             threshold=entity_settings.ents_threshold,
             candidates_key=entity_settings.candidates_key,
             candidates_threshold=entity_settings.candidates_threshold,
-            overwrite=overwrite,
-            window=window,
-            by_sentence=by_sentence,
-            batch_words=batch_words,
-            store_confidence=store_confidence,
-            threads=threads,
-            quantize=quantize,
-            learn_new_labels=learn_new_labels,
+            **shared,
             scorer=ner_score if scorer is tagger_score else scorer,
         )
     if entity_settings.any_set():
@@ -110,14 +114,7 @@ def crf_tagger_0x(
             model,
             name,
             target=target,
-            overwrite=overwrite,
-            window=window,
-            by_sentence=by_sentence,
-            batch_words=batch_words,
-            store_confidence=store_confidence,
-            threads=threads,
-            quantize=quantize,
-            learn_new_labels=learn_new_labels,
+            **shared,
             scorer=morphologizer_score if scorer is tagger_score else scorer,
         )
     return tagger_class(
@@ -126,13 +123,6 @@ def crf_tagger_0x(
         name,
         target=target,
         constraints="none" if constraints == "auto" else constraints,  # 0.x's default: no scheme for tags
-        overwrite=overwrite,
-        window=window,
-        by_sentence=by_sentence,
-        batch_words=batch_words,
-        store_confidence=store_confidence,
-        threads=threads,
-        quantize=quantize,
-        learn_new_labels=learn_new_labels,
+        **shared,
         scorer=scorer,
     )
