@@ -663,6 +663,17 @@ def converged_summary(root: Path) -> Optional[str]:
     return summary(root / "benchmarks" / "runs" / "converged")
 
 
+def distillation(root: Path) -> str:
+    """benchmarks/runs/distillation/*.json (`python -m benchmarks.distillation`):
+    teacher, plain and distilled students, per task."""
+    from benchmarks.converged_report import load_runs
+    from benchmarks.distillation import table
+
+    folder = root / "benchmarks" / "runs" / "distillation"
+    records = [record for runs in load_runs(folder).values() for record in runs.values()] if folder.exists() else []
+    return (environment_line(*records) + "\n\n" if records else "") + table(folder)
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # the components' settings, from their declarations
     "settings-crf_tagger": functools.partial(settings, spine="TAGGER_SETTINGS"),
@@ -684,6 +695,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "converged": converged,
     "converged-summary": converged_summary,
     "converged-probabilities": converged_probabilities,
+    "distillation": distillation,
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,
