@@ -45,12 +45,15 @@ from typing import Any, Callable, FrozenSet, Iterator, Optional, TypeVar, cast
 
 import torch
 
+from .errors import Errors
+
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # The most threads the `threads` setting asks for: OpenMP creates them all at
 # the first parallel region, and where it cannot, it ends the process
 # (libgomp: "Thread creation failed"), with nothing to catch. A process that
 # needs more sets OMP_NUM_THREADS (or torch.set_num_threads) and threads = 0.
 MAX_THREADS = 256
+THREADS_ALLOWED = f"0 (auto) or a count from 1 to {MAX_THREADS} (for more, set threads = 0 and OMP_NUM_THREADS)"
 
 
 @lru_cache(maxsize=1)
@@ -192,7 +195,18 @@ def in_torch_threads(method: F) -> F:
 
     @functools.wraps(method)
     def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with torch_threads(self.threads):
+        with torch_threads(checked_threads(self)):
             return method(self, *args, **kwargs)
 
     return cast(F, wrapped)
+
+
+def checked_threads(component: Any) -> int:
+    """A component's `threads` (set on it after it was built, too), or E039
+    unless it is 0 or a count up to MAX_THREADS."""
+    threads = component.threads
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_THREADS:
+        raise ValueError(
+            Errors.E039.format(name=component.name, setting="threads", value=threads, allowed=THREADS_ALLOWED)
+        )
+    return threads

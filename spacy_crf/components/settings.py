@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Tuple
 from ..errors import Errors
 from ..nn.quantize import MODES as QUANTIZE_MODES
 from ..targets import ENTITY_SCHEMES, MORPH_TARGETS, SCHEMES, TOKEN_TARGETS
-from ..threads import MAX_THREADS
+from ..threads import MAX_THREADS, THREADS_ALLOWED
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,7 @@ MAX_TOKENS = 2**31 - 1
 BOOLEAN = ("true or false", _is_bool)
 WHOLE = ("a whole number >= 0", _is_whole)
 TOKENS = (f"a whole number from 0 to {MAX_TOKENS:,}", lambda value: _is_whole(value) and value <= MAX_TOKENS)
-COUNT_OF_THREADS = (
-    f"0 (auto) or a count from 1 to {MAX_THREADS} (for more, set threads = 0 and OMP_NUM_THREADS)",
-    lambda value: _is_whole(value) and value <= MAX_THREADS,
-)
+COUNT_OF_THREADS = (THREADS_ALLOWED, lambda value: _is_whole(value) and value <= MAX_THREADS)
 KEY = ("null or a non-empty string (a key of doc.spans)", _key_or_none)
 
 OVERWRITE = Setting(

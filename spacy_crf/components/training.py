@@ -14,7 +14,7 @@ from thinc.api import Model, Optimizer, set_dropout_rate
 from ..errors import Errors
 from ..ml import CRFBatch, crf_batch_loss, torch_network
 from ..targets import gold_ids, partial_gold
-from ..threads import in_torch_threads, torch_threads
+from ..threads import checked_threads, in_torch_threads, torch_threads
 
 if TYPE_CHECKING:
     from ..targets import Target
@@ -37,9 +37,10 @@ def in_training_threads(method):
 
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
-        if self.threads == 0 and listens_to_a_transformer(self.model):
+        threads = checked_threads(self)
+        if threads == 0 and listens_to_a_transformer(self.model):
             return method(self, *args, **kwargs)
-        with torch_threads(self.threads):
+        with torch_threads(threads):
             return method(self, *args, **kwargs)
 
     return wrapped

@@ -85,11 +85,17 @@ def test_threads_over_the_bound_are_refused_when_the_component_is_built(threads)
         make_nlp(threads=threads)
 
 
-def test_threads_over_the_bound_are_refused_when_set_later(trained):
+def test_threads_over_the_bound_are_refused_when_set_later(trained, monkeypatch):
     from spacy_crf.threads import resolve_threads
 
     with pytest.raises(ValueError, match="256"):
         resolve_threads(5000)
+    tagger = trained.get_pipe("crf_tagger")
+    monkeypatch.setattr(tagger, "threads", 5000)
+    with pytest.raises(ValueError, match=r"E039.*threads.*5000.*256"):
+        trained("I like eggs")
+    with pytest.raises(ValueError, match=r"E039.*threads"):
+        tagger.update([])
 
 
 @pytest.mark.parametrize("setting", ["window", "batch_words"])
