@@ -384,8 +384,8 @@ def _read_lines(shard: Shard, chunk: Chunk, options: ReadOptions) -> Iterator[It
                 continue
             if len(line_bytes) > limit and not line_bytes.endswith(b"\n"):
                 del line_bytes
-                while True:  # the rest of the line, in bounded blocks
-                    rest = file_.readline(limit)
+                while True:  # the rest of the line, in blocks of at most 1 MiB
+                    rest = file_.readline(min(limit, 1 << 20))
                     if not rest or rest.endswith(b"\n"):
                         break
                 reason = (
