@@ -271,14 +271,18 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         """Run the block; where it raises, put the labels and the network
         back as they were before it, then raise."""
         labels = list(self.cfg["labels"])
-        model_bytes = self.model.to_bytes() if torch_network(self.model) is not None else None
+        built = torch_network(self.model) is not None
+        shim = crf_shim(self.model)
+        snapshot = shim.snapshot() if built else None
+        output_layer = self.model.get_ref("output_layer")
+        n_out = output_layer.maybe_get_dim("nO")
         try:
             yield
         except BaseException:
             self.cfg["labels"] = labels
-            if model_bytes is not None:
-                self._forget_output_sizes()
-                self.model.from_bytes(model_bytes)
+            if snapshot is not None:
+                shim.restore(snapshot)
+                output_layer.set_dim("nO", n_out, force=True)  # type: ignore[arg-type]  # None unsets it; the stub says int
                 set_constraints(self.model, self._constraint_masks())
             raise
 

@@ -126,6 +126,17 @@ class CRFShim(PyTorchShim):
         self._apply_constraints()  # also drops the int8 copy of the old network
         return self._model
 
+    def snapshot(self) -> Dict[str, Any]:
+        """The shim's state as it is, for `restore`: `grow` builds a new
+        network and new settings rather than changing the old ones, so a
+        shallow copy of the attributes keeps what it replaces."""
+        return dict(vars(self))
+
+    def restore(self, snapshot: Dict[str, Any]) -> None:
+        """Put back the state that `snapshot` took (after a failed `grow`)."""
+        vars(self).clear()
+        vars(self).update(snapshot)
+
     def grow(
         self,
         donors: Sequence[int],
