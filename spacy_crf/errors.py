@@ -167,6 +167,24 @@ class Errors(metaclass=ErrorsWithCodes):
     E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
     E042 = "Cannot resume this training: {reason}."
+    E065 = (
+        "Component '{name}' cannot distil from {teacher}: the teacher must be a crf_tagger, "
+        "crf_morphologizer or crf_ner (or cached scores of one) with the same labels."
+    )
+    E066 = (
+        "Component '{name}' and its teacher have different labels: only the student has {student_only}, "
+        "only the teacher has {teacher_only}. Build the student with the teacher's labels "
+        "(initialize it with labels=teacher.label_data, or use `python -m spacy_crf distill`)."
+    )
+    E067 = (
+        "Component '{name}' cannot distil example {index}: the teacher's doc (example.reference) has "
+        "{n_teacher} tokens, the student's (example.predicted) {n_student}. Distillation needs both "
+        "sides tokenized alike."
+    )
+    E068 = (
+        "Component '{name}' cannot distil from its teacher: the student's {scheme} constraints forbid "
+        "{what} that the teacher allows (the divergence would be infinite). Give both the same constraints."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):
