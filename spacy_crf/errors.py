@@ -185,6 +185,14 @@ class Errors(metaclass=ErrorsWithCodes):
         "Component '{name}' cannot distil from its teacher: the student's {scheme} constraints forbid "
         "{what} that the teacher allows (the divergence would be infinite). Give both the same constraints."
     )
+    E069 = "Cannot distil into the student's component '{name}': {reason}."
+    E070 = (
+        "The cached teacher scores of component '{name}' cannot be used: {reason}. Delete the "
+        "output's teacher_scores/ folder to score the training docs anew."
+    )
+    E071 = (
+        'Cannot read distillation text from {path}: {reason} (.txt: a doc per line; .jsonl: a "text" per line; .spacy).'
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -49,6 +49,11 @@ from .errors import Errors
 CHECKPOINT = "checkpoint"
 
 
+# one step's gradients of a sub-batch, in place of nlp.update:
+# update(examples, drop=..., losses=..., exclude=...) with no optimizer step
+UpdateStep = Callable[..., Any]
+
+
 def train(
     nlp: Language,
     output_path: Path,
@@ -56,6 +61,9 @@ def train(
     use_gpu: int = -1,
     stdout: IO[str] = sys.stdout,
     stderr: IO[str] = sys.stderr,
+    examples: Optional[List[Example]] = None,
+    update: Optional[UpdateStep] = None,
+    fingerprint_extra: str = "",
 ) -> Language:
     """Train `nlp` (initialized from its config, as `spacy train` does) into
     output_path, resuming from output_path/checkpoint when there is one.
@@ -63,6 +71,14 @@ def train(
     nlp (Language): the initialized pipeline with its full config.
     output_path (Path): where model-last, model-best and checkpoint/ go.
     use_gpu (int): the GPU's id, -1 for the CPU (call require_gpu first).
+    examples (Optional[List[Example]]): the training examples; None reads
+        the config's train corpus.
+    update (Optional[UpdateStep]): the gradient step of a sub-batch,
+        called as update(examples, drop=..., losses=..., exclude=...)
+        without an optimizer step (the loop's finish_update follows); None:
+        nlp.update (distillation passes its teacher's step).
+    fingerprint_extra (str): what else a checkpoint must have been made
+        with to be resumed (e.g. the teacher's fingerprint).
     RETURNS (Language): the trained pipeline (model-last's weights).
     """
     msg = Printer(no_print=True)
@@ -79,10 +95,10 @@ def train(
     frozen, annotating = T["frozen_components"], T["annotating_components"]
     if T["max_epochs"] < 0:
         raise ValueError(Errors.E042.format(reason="streamed corpora (max_epochs = -1) cannot be resumed"))
-    examples = list(train_corpus(nlp))
+    examples = list(train_corpus(nlp)) if examples is None else examples
     if not examples:
         raise ValueError(Errors.E042.format(reason="the training corpus is empty"))
-    fingerprint = _fingerprint(config, len(examples))
+    fingerprint = _fingerprint(config, len(examples), fingerprint_extra)
     checkpoint = _find_checkpoint(output_path)
     state: Dict[str, Any] = {"step": -1, "epoch": 0, "order": list(range(len(examples))), "in_epoch": 0}
     state.update(results=[], evaluations=[], losses={}, words=0, seconds=0.0, cpu_seconds=0.0, segments=0)
@@ -126,6 +142,9 @@ def train(
             step += 1
             dropout = next(dropouts)
             for subbatch in subdivide_batch(batch, T["accumulate_gradient"]):
+                if update is not None:
+                    update(subbatch, drop=dropout, losses=losses, exclude=frozen)
+                    continue
                 # sgd=False: no update yet (spaCy's loop passes False where the stubs say Optimizer)
                 nlp.update(
                     subbatch, drop=dropout, losses=losses, sgd=cast(Any, False), exclude=frozen, annotates=annotating
@@ -221,11 +240,12 @@ def _batches(
         state["epoch"] = epoch
 
 
-def _fingerprint(config: Any, n_examples: int) -> str:
+def _fingerprint(config: Any, n_examples: int, extra: str = "") -> str:
     """What a checkpoint must share with the run that resumes it."""
     import hashlib
 
-    text = json.dumps({"config": config.to_str(), "examples": n_examples}, sort_keys=True)
+    record = {"config": config.to_str(), "examples": n_examples, **({"extra": extra} if extra else {})}
+    text = json.dumps(record, sort_keys=True)
     return hashlib.sha256(text.encode("utf8")).hexdigest()
 
 
