@@ -129,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
         help="raw text added to the training docs: .txt (a doc per line), .jsonl (a text field), "
         ".spacy (docs); repeatable",
     )
+    distill.add_argument(
+        "--max-steps",
+        type=int,
+        default=0,
+        help="the step budget, with the learning-rate schedule's total_steps (0: the config's own)",
+    )
     distill.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on; -1 for the CPU")
     distill.add_argument("--no-progress", action="store_true", help="no progress bar between evaluations")
     displacy = commands.add_parser(
@@ -183,13 +189,14 @@ def _distill(args: argparse.Namespace, extra: List[str]) -> int:
     from spacy.cli._util import parse_config_overrides
 
     from spacy_crf.distill_command import distill
+    from spacy_crf.resumable_training import budget_overrides
 
     try:
         distill(
             args.teacher,
             Path(args.config),
             Path(args.output),
-            overrides=parse_config_overrides(extra),
+            overrides={**budget_overrides(Path(args.config), args.max_steps), **parse_config_overrides(extra)},
             texts=[Path(path) for path in args.text],
             use_gpu=args.gpu_id,
             progress=not args.no_progress,

@@ -40,7 +40,7 @@ from spacy.training.loop import (
     subdivide_batch,
     update_meta,
 )
-from spacy.util import registry, resolve_dot_names
+from spacy.util import load_config, registry, resolve_dot_names
 from thinc.api import Optimizer, constant, fix_random_seed, set_gpu_allocator
 from wasabi import Printer
 
@@ -194,6 +194,21 @@ def train(
         nlp.use_params(optimizer.averages)
     stdout.write(msg.good("Saved pipeline to output directory", output_path / DIR_MODEL_LAST) + "\n")
     return nlp
+
+
+def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
+    """The config overrides that give the config a budget of max_steps
+    (none for 0): `[training] max_steps`, and the learning-rate schedule's
+    `total_steps` where it has one, so that a shorter (or longer) run still
+    decays its learning rate to the end."""
+    if max_steps <= 0:
+        return {}
+    overrides: Dict[str, Any] = {"training.max_steps": max_steps}
+    config = load_config(config_path, interpolate=False)
+    learn_rate = config["training"].get("optimizer", {}).get("learn_rate")
+    if isinstance(learn_rate, dict) and "total_steps" in learn_rate:
+        overrides["training.optimizer.learn_rate.total_steps"] = max_steps
+    return overrides
 
 
 def _finished(step: int, results: List[Tuple[float, int]], patience: int, max_steps: int) -> bool:
