@@ -7,7 +7,11 @@ With `--max-steps 0` (the project's default) the config's own budget is
 trained. With N > 0, `[training] max_steps` becomes N and so does the
 schedule's `total_steps` when the config's learning rate has one, so that a
 shorter (or longer) run still decays its learning rate to the end instead of
-stopping half-way or idling at zero. Every other override is passed to
+stopping half-way or idling at zero; and where N is not a multiple of
+`eval_frequency`, that becomes the largest divisor of N below it, so that
+the last step is evaluated (and can be model-best) whatever N is: 40 steps
+of a config that evaluates every 500 evaluate at step 40, not at step 0
+only. Every other override is passed to
 `spacy train` as given and wins over the budget's. The training is spaCy's
 own (`spacy.cli.train.train`), in this process.
 

@@ -15,7 +15,8 @@ torch, and the wall and CPU seconds the loop has run (`state.json`). A checkpoin
 whole one. Resumed, the run skips the batches it has trained on, restores every
 state and goes on: on the CPU it ends with the same weights, log rows and
 scores as an uninterrupted run (on a GPU, cuDNN and atomics may round
-otherwise). A checkpoint made with another config is refused (E042).
+otherwise). A checkpoint made with other training settings or corpora is
+refused (E042).
 """
 
 import json
@@ -198,9 +199,12 @@ def train(
 
 def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
     """The config overrides that give the config a budget of max_steps
-    (none for 0): `[training] max_steps`, and the learning-rate schedule's
+    (none for 0): `[training] max_steps`; the learning-rate schedule's
     `total_steps` where it has one, so that a shorter (or longer) run still
-    decays its learning rate to the end."""
+    decays its learning rate to the end; and, where max_steps is not a
+    multiple of `eval_frequency`, the largest divisor of max_steps below it,
+    so that the last step is evaluated (model-best is never the step-0 model
+    of a short run)."""
     if max_steps <= 0:
         return {}
     overrides: Dict[str, Any] = {"training.max_steps": max_steps}
@@ -208,6 +212,9 @@ def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
     learn_rate = config["training"].get("optimizer", {}).get("learn_rate")
     if isinstance(learn_rate, dict) and "total_steps" in learn_rate:
         overrides["training.optimizer.learn_rate.total_steps"] = max_steps
+    eval_frequency = config["training"].get("eval_frequency", 200)  # spaCy's default
+    if isinstance(eval_frequency, int) and eval_frequency > 0 and max_steps % eval_frequency:
+        overrides["training.eval_frequency"] = max(d for d in range(1, eval_frequency + 1) if max_steps % d == 0)
     return overrides
 
 
@@ -256,11 +263,21 @@ def _batches(
 
 
 def _fingerprint(config: Any, n_examples: int, extra: str = "") -> str:
-    """What a checkpoint must share with the run that resumes it."""
+    """What a checkpoint must share with the run that resumes it: the
+    training settings (but the logger), the corpora, the pipeline's
+    components and the number of training examples. A component's settings
+    may change between releases (the weights must still load)."""
     import hashlib
 
-    record = {"config": config.to_str(), "examples": n_examples, **({"extra": extra} if extra else {})}
-    text = json.dumps(record, sort_keys=True)
+    training = {key: value for key, value in config["training"].items() if key != "logger"}
+    record = {
+        "training": training,
+        "corpora": config["corpora"],
+        "pipeline": list(config["nlp"]["pipeline"]),
+        "examples": n_examples,
+        **({"extra": extra} if extra else {}),
+    }
+    text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf8")).hexdigest()
 
 
@@ -398,7 +415,9 @@ def _load_checkpoint(path: Path, nlp: Language, optimizer: Optimizer, fingerprin
     state = json.loads((path / "state.json").read_text(encoding="utf8"))
     if state.get("fingerprint") != fingerprint:
         raise ValueError(
-            Errors.E042.format(reason=f"{path} was made by another config or corpus; delete it to start anew")
+            Errors.E042.format(
+                reason=f"{path} was made with other training settings or corpora; delete it to start anew"
+            )
         )
     nlp.from_disk(path / "model")
     with numpy.load(path / "optimizer.npz") as arrays:

@@ -44,7 +44,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 
 from ..errors import Errors, NonFiniteScoresError
-from ..stub_gaps import hash_string
+from ..typed_api import hash_string
 from .bilstm_crf import crf_shim, predict_by_pieces
 from .crf_batch import (
     CRFBatch,

@@ -15,9 +15,9 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 
 import spacy_crf.resumable_training as resumable
-from spacy_crf import distill_command
+from spacy_crf import distill as distill_command
 from spacy_crf.__main__ import main
-from spacy_crf.distill_command import CachedTeacher, read_raw, teacher_components, training_examples
+from spacy_crf.distill import CachedTeacher, read_raw, teacher_components, training_examples
 from spacy_crf.ml.teacher_scores import TeacherScores
 
 from ..helpers import SENTENCES, make_nlp, train, write_docbin
