@@ -121,9 +121,9 @@ def distill(
             if name in exclude:
                 continue
             if name in cached:
-                proc.distill(cached[name], batch, drop=drop, sgd=False, losses=losses)  # type: ignore[attr-defined]  # a CRFComponent
+                proc.distill(cached[name], batch, drop=drop, sgd=None, losses=losses)  # type: ignore[attr-defined]  # a CRFComponent
             elif name in encoders:
-                proc.update(batch, drop=drop, sgd=False, losses=losses)  # type: ignore[attr-defined]  # a Tok2Vec or Transformer
+                proc.update(batch, drop=drop, sgd=None, losses=losses)  # type: ignore[attr-defined]  # a Tok2Vec or Transformer
 
     return resumable_train(
         nlp, output, use_gpu=use_gpu, examples=examples, update=update, fingerprint_extra=fingerprint

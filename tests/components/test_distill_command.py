@@ -216,3 +216,35 @@ def test_a_damaged_cache_is_refused(teacher_path, tmp_path):
     with pytest.raises(ValueError, match=r"\[E070\].*unreadable"):
         distill_command.cached_teachers(teacher, teachers, docs, output / "teacher_scores")
     assert json.loads((output / "teacher_scores" / "meta.json").read_text())["fingerprint"] == fingerprint
+
+
+@pytest.mark.slow
+def test_a_students_shared_tok2vec_learns_through_its_listener(teacher_path, tmp_path):
+    config = spacy.util.load_config(ROOT / "configs" / "cpu.cfg", interpolate=False)
+    config["nlp"]["pipeline"] = ["tok2vec", "crf_tagger"]
+    tok2vec = {
+        "@architectures": "spacy.HashEmbedCNN.v2",
+        "pretrained_vectors": None,
+        "width": 32,
+        "depth": 1,
+        "embed_size": 500,
+        "window_size": 1,
+        "maxout_pieces": 2,
+        "subword_features": True,
+    }
+    config["components"]["tok2vec"] = {"factory": "tok2vec", "model": tok2vec}
+    config["components"]["crf_tagger"]["model"]["tok2vec"] = {
+        "@architectures": "spacy.Tok2VecListener.v1",
+        "width": 32,
+        "upstream": "*",
+    }
+    config.to_disk(tmp_path / "shared.cfg")
+    args = arguments(teacher_path, tmp_path, tmp_path / "student")
+    args[2] = str(tmp_path / "shared.cfg")
+    assert main(args) == 0
+    evaluations = srsly.read_json(tmp_path / "student" / "checkpoint" / "state.json")["evaluations"]
+    # spaCy's tok2vec loss sums the gradients its listeners pass up: the distillation's reached it
+    assert evaluations[-1]["losses"]["tok2vec"] > 0.0 and evaluations[-1]["losses"]["crf_tagger"] > 0.0
+    student = spacy.load(tmp_path / "student" / "model-last")
+    assert student.pipe_names == ["tok2vec", "crf_tagger"]
+    assert len(student("I like green eggs .")) == 5
