@@ -51,7 +51,6 @@ from ..threads import in_torch_threads
 from .distillation import DistillationMixin
 from .saving import SavingMixin, checked_temperature
 from .settings import BATCH_WORDS, LEARN_NEW_LABELS, QUANTIZE, THREADS, Setting, check_setting, checked_cfg
-from .training import TrainingMixin
 
 if not Token.has_extension("crf_confidence"):
     Token.set_extension("crf_confidence", default=None)
@@ -80,7 +79,7 @@ class CRFPrediction(NamedTuple):
     candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
 
 
-class CRFComponent(TrainingMixin, DistillationMixin, SavingMixin, TrainablePipe):
+class CRFComponent(DistillationMixin, SavingMixin, TrainablePipe):
     """A pipeline component whose output layer is a linear-chain CRF.
 
     Training minimises the CRF negative log-likelihood (tokens without a gold

@@ -10,12 +10,12 @@ fitted by `python -m spacy_crf calibrate`); the student's is at its own
 scores, with its own constraints.
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
-from spacy.training import Example, validate_examples
-from thinc.api import Model, Optimizer
+from spacy.training import Example
+from thinc.api import Optimizer
 
 from ..errors import Errors
 from ..ml import CRFBatch, DocScores
@@ -23,20 +23,15 @@ from ..ml.batch_loss import distillation_batch_loss
 from ..ml.teacher_scores import TeacherScores, teacher_scores
 from ..nn import NEG_INF
 from ..threads import in_torch_threads
-from .training import in_training_threads
+from .training import TrainingMixin, in_training_threads
 
 
-class DistillationMixin:
-    """The distillation methods of CRFComponent."""
+class DistillationMixin(TrainingMixin):
+    """The distillation methods of CRFComponent (on top of its training
+    methods: a distillation step is a training step of another loss)."""
 
     if TYPE_CHECKING:
-        # what CRFComponent (base.py) provides, declared for the type checker only
-        name: str
-        model: Model[List[Doc], CRFBatch]
-
-        @property
-        def tags(self) -> Tuple[str, ...]: ...
-
+        # what CRFComponent (base.py) provides beyond TrainingMixin's, declared for the type checker only
         @property
         def temperature(self) -> float: ...
 
@@ -45,15 +40,6 @@ class DistillationMixin:
         def _constraint_scheme(self) -> str: ...
 
         def _constraint_masks(self) -> Optional[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]]: ...
-
-        def _step(
-            self,
-            docs: List[Doc],
-            loss_of: Callable[[CRFBatch], Tuple[float, CRFBatch]],
-            drop: float,
-            sgd: Optional[Optimizer],
-            losses: Dict[str, float],
-        ) -> Dict[str, float]: ...
 
     @in_torch_threads
     def teacher_scores(self, docs: Iterable[Doc]) -> TeacherScores:
@@ -95,11 +81,7 @@ class DistillationMixin:
         losses (Optional[Dict[str, float]]): the running losses, by component.
         RETURNS (Dict[str, float]): the updated losses.
         """
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, f"{type(self).__name__}.distill")
+        examples, losses = self._begin_step(examples, losses, "distill")
         for i, eg in enumerate(examples):
             if len(eg.reference) != len(eg.predicted):
                 raise ValueError(
