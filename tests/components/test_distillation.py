@@ -33,8 +33,8 @@ def teacher_examples(nlp, texts):
     return [Example(doc.copy(), doc.copy()) for doc in docs]
 
 
-def student_of(teacher, factory, **config):
-    """A fresh pipeline of the factory, initialized with the teacher's labels."""
+def student_of(factory, **config):
+    """A fresh pipeline of the factory (initialized by the test with the teacher's labels)."""
     nlp = make_nlp(factory=factory, **config)
     return nlp, nlp.get_pipe(factory)
 
@@ -67,7 +67,7 @@ def test_tagger_student_learns_the_teachers_tags_from_raw_text():
     train(teacher_nlp, make_examples(teacher_nlp))
     teacher = teacher_nlp.get_pipe("crf_tagger")
     fix_random_seed(1)
-    student_nlp, student = student_of(teacher, "crf_tagger")
+    student_nlp, student = student_of("crf_tagger")
     examples = teacher_examples(student_nlp, [text for text, _ in TRAIN_DATA])
     # the labels in another order than the teacher's: the teacher's columns are matched by name
     student.initialize(lambda: examples, nlp=student_nlp, labels=list(reversed(teacher.labels)))
@@ -97,7 +97,7 @@ def test_ner_student_learns_the_teachers_entities_and_a_tempered_teacher_is_soft
     train(teacher_nlp, [Example.from_dict(teacher_nlp.make_doc(t), {"entities": e}) for t, e in NER_DATA], steps=80)
     teacher = teacher_nlp.get_pipe("crf_ner")
     fix_random_seed(1)
-    student_nlp, student = student_of(teacher, "crf_ner")
+    student_nlp, student = student_of("crf_ner")
     examples = teacher_examples(student_nlp, [text for text, _ in NER_DATA])
     student.initialize(lambda: examples, nlp=student_nlp, labels=list(teacher.label_data))
     distil(student_nlp, student, teacher, examples, 80)
@@ -122,11 +122,37 @@ def test_morphologizer_student_distils():
     train(teacher_nlp, examples, steps=60)
     teacher = teacher_nlp.get_pipe("crf_morphologizer")
     fix_random_seed(1)
-    student_nlp, student = student_of(teacher, "crf_morphologizer")
+    student_nlp, student = student_of("crf_morphologizer")
     raw = [Example(Doc(student_nlp.vocab, words=w), Doc(student_nlp.vocab, words=w)) for w, _, _ in MORPH_SENTENCES]
     student.initialize(lambda: raw, nlp=student_nlp, labels=list(teacher.label_data))
     assert student.tags == teacher.tags
     distil(student_nlp, student, teacher, raw, 60)
+    for words, _, _ in MORPH_SENTENCES:
+        expected = [(t.pos_, str(t.morph)) for t in teacher_nlp(Doc(teacher_nlp.vocab, words=words))]
+        assert [(t.pos_, str(t.morph)) for t in student_nlp(Doc(student_nlp.vocab, words=words))] == expected
+
+
+FACTORED = {**SMALL_MODEL, "@architectures": "spacy_crf.BiLSTMCRF.v2", "transitions": "factored"}
+
+
+@pytest.mark.parametrize("teacher_model,student_model", [(SMALL_MODEL, FACTORED), (FACTORED, SMALL_MODEL)])
+def test_factored_and_full_transitions_distil_into_each_other(teacher_model, student_model):
+    fix_random_seed(0)
+    teacher_nlp = make_nlp(model=teacher_model, factory="crf_morphologizer")
+    vocab = teacher_nlp.vocab
+    gold = [Doc(vocab, words=w, pos=p, morphs=m) for w, p, m in MORPH_SENTENCES]
+    train(teacher_nlp, [Example(Doc(vocab, words=[t.text for t in d]), d) for d in gold], steps=80)
+    teacher = teacher_nlp.get_pipe("crf_morphologizer")
+    docs = [Doc(vocab, words=w) for w, _, _ in MORPH_SENTENCES]
+    # a factored teacher hands on its classes (the fast algorithms read them)
+    assert (teacher.teacher_scores(docs).classes is not None) == (teacher_model is FACTORED)
+    fix_random_seed(1)
+    student_nlp, student = student_of("crf_morphologizer", model=student_model)
+    raw = [Example(Doc(student_nlp.vocab, words=w), Doc(student_nlp.vocab, words=w)) for w, _, _ in MORPH_SENTENCES]
+    student.initialize(lambda: raw, nlp=student_nlp, labels=list(teacher.label_data))
+    first = distil(student_nlp, student, teacher, raw, 1)["crf_morphologizer"]
+    last = distil(student_nlp, student, teacher, raw, 80)["crf_morphologizer"]
+    assert last < first / 5
     for words, _, _ in MORPH_SENTENCES:
         expected = [(t.pos_, str(t.morph)) for t in teacher_nlp(Doc(teacher_nlp.vocab, words=words))]
         assert [(t.pos_, str(t.morph)) for t in student_nlp(Doc(student_nlp.vocab, words=words))] == expected
