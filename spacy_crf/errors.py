@@ -167,6 +167,16 @@ class Errors(metaclass=ErrorsWithCodes):
     E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
     E042 = "Cannot resume this training: {reason}."
+    E050 = (
+        "{feature} needs torch, which is not installed: spacy-crf serves (loads pipelines, tags, gives "
+        "marginals, n-best paths and uncertainty) without it, and trains with it. Install it with: {extra}"
+    )
+    E051 = (
+        "These weights were saved by spacy-crf 1.x or earlier as torch.save bytes, which only torch can "
+        "read, and torch is not installed. Re-save the pipeline once where torch is installed, to the "
+        "torch-free format: python -c \"import spacy; spacy.load('PIPELINE').to_disk('OUTPUT')\" "
+        "(or install torch: {extra})."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

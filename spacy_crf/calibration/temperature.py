@@ -119,7 +119,9 @@ class GoldScores:
                 # cut as the component cuts them in prediction, at the model's own temperature
                 scores = tagger._scores([docs[i] for i in chunk], temperature=1.0)
                 for doc_ids, offset, batch in scores.parts():
-                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
+                    # the NLL and its temperature search run the torch code
+                    torch_batch = batch if isinstance(batch, CRFBatch) else batch.to_torch()
+                    self.parts.append(([chunk[i] for i in doc_ids], offset, torch_batch))
 
     def nll(self, temperature: float) -> float:
         """The gold labels' negative log-likelihood at a temperature, summed

@@ -35,14 +35,14 @@ from ..ml import (
     CRFBatch,
     DocScores,
     add_labels,
+    any_shim,
     check_quantize,
     count_known_words,
-    crf_shim,
+    is_built,
     set_constraints,
     set_label_classes,
     set_label_parts,
     set_quantize,
-    torch_network,
     uses_label_classes,
     uses_label_parts,
 )
@@ -140,7 +140,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     def quantize(self) -> str:
         """ "none", "int8" or "bf16": CPU prediction through an int8 (bfloat16)
         copy of the network."""
-        return crf_shim(self.model).quantize
+        return any_shim(self.model).quantize
 
     @quantize.setter
     def quantize(self, mode: str) -> None:
@@ -213,7 +213,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         tags = self.target.expand_label(label)
         for tag in tags:
             self._check_label(tag)
-        if torch_network(self.model) is not None:
+        if is_built(self.model):
             new = [tag for tag in dict.fromkeys(tags) if tag not in self.tags]
             self._grow(new)
             return int(bool(new))
@@ -421,7 +421,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         """The model's scores for the docs, cut as prediction cuts them (long
         docs window by window, by sentence where set), at the component's
         temperature or the one given (1.0: the model's own, for calibration)."""
-        if torch_network(self.model) is None:
+        if not is_built(self.model):
             raise ValueError(Errors.E009.format(name=self.name))
         return DocScores(
             self.model,

@@ -1,12 +1,18 @@
 """The loss the component calls: CRF negative log-likelihood of a CRFBatch."""
 
-from typing import Optional, Sequence, Tuple
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import numpy
-import torch
 
-from ..nn import CRFScores, crf_loss
+from ..optional import has_torch
 from .crf_batch import CRFBatch
+
+if TYPE_CHECKING or has_torch():
+    import torch
+
+    from ..nn import CRFScores, crf_loss
 
 
 def crf_batch_loss(

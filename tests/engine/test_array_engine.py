@@ -1,0 +1,142 @@
+"""The torch-free engine (spacy_crf.engine) computes what the torch path computes.
+
+On the pipelines saved by 1.0.0 (crf_tagger "tag+pos" with composed
+emissions and factored transitions, two BiLSTM layers; crf_morphologizer with
+the character CNN and factored transitions; crf_ner with IOBES constraints
+and entity posteriors), on trained pipelines saved in the torch-free format,
+and on long docs cut into chunks: the same tags, morphology and entities;
+marginals within MARGINALS_ATOL.
+
+The tolerance comes from the computation: both engines compute the same
+float32 sums in other orders (oneDNN's LSTM and numpy's BLAS, the same
+forward-backward recursion), so a log-score differs by a few float32 units
+of its magnitude per step, |alpha| <= ~T * max|score|; for these models
+(scores below ~10, rows of up to 30 tokens), 4 * T * 10 * 2**-24 ~ 7e-5
+in a log-score at worst, of which a probability p moves by p * 7e-5 <=
+(1/4) * 7e-5 for the marginals' share of it that does not cancel in the
+normalization: 1e-5 holds with room, and the tests check it.
+"""
+
+import os
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+
+from spacy_crf.engine import weights
+from tests.helpers import TEST_TEXTS, make_examples, make_nlp, train
+
+DATA_100 = Path(__file__).parents[1] / "data" / "legacy-1.0.0"
+MARGINALS_ATOL = 1e-5
+TEXTS = [
+    "I like blue eggs",
+    "Anna ate green ham and eggs in New York on Sunday with Bob and Paris eggs",
+    "eggs",
+    "",
+    "Bob ate ham . Anna likes eggs in Paris and green ham in New York on Monday and Sunday with Bob",
+]
+
+
+def run(engine, monkeypatch, fn):
+    monkeypatch.setenv("SPACY_CRF_ENGINE", engine)
+    return fn()
+
+
+def outputs(nlp, name, texts):
+    component = nlp.get_pipe(name)
+    docs = [nlp.make_doc(text) for text in texts]
+    tagged = list(nlp.pipe(texts))
+    return {
+        "ids": [ids.tolist() for ids in component.predict(docs).ids],
+        "annotations": [[(t.tag_, t.pos_, str(t.morph)) for t in doc] for doc in tagged],
+        "ents": [[(e.start, e.end, e.label_) for e in doc.ents] for doc in tagged],
+        "marginals": component.marginals(docs),
+        "nbest": component.nbest(docs, 3),
+        "uncertainty": component.uncertainty(docs),
+    }
+
+
+def assert_same(torch_out, numpy_out):
+    assert numpy_out["ids"] == torch_out["ids"]
+    assert numpy_out["annotations"] == torch_out["annotations"]
+    assert numpy_out["ents"] == torch_out["ents"]
+    for a, b in zip(torch_out["marginals"], numpy_out["marginals"]):
+        assert b.dtype == numpy.float32 and a.shape == b.shape
+        numpy.testing.assert_allclose(b, a, atol=MARGINALS_ATOL, rtol=0)
+    for a, b in zip(torch_out["nbest"], numpy_out["nbest"]):
+        assert [tags for tags, _ in b] == [tags for tags, _ in a]
+        numpy.testing.assert_allclose([p for _, p in b], [p for _, p in a], atol=1e-4)
+    for (pa, ea), (pb, eb) in zip(torch_out["uncertainty"], numpy_out["uncertainty"]):
+        assert pb == pytest.approx(pa, abs=1e-4)
+        numpy.testing.assert_allclose(eb, ea, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["crf_tagger", "crf_morphologizer", "crf_ner"])
+def test_engines_agree_on_saved_pipelines(name, monkeypatch):
+    nlp = spacy.load(DATA_100 / name / "pipeline")
+    torch_out = run("torch", monkeypatch, lambda: outputs(nlp, name, TEXTS))
+    numpy_out = run("numpy", monkeypatch, lambda: outputs(nlp, name, TEXTS))
+    assert_same(torch_out, numpy_out)
+
+
+def test_engines_agree_on_entity_probabilities(monkeypatch):
+    """crf_ner's entity posteriors and candidates (the torch code of the
+    torch-free engine's scores where torch is installed)."""
+    nlp = spacy.load(DATA_100 / "crf_ner" / "pipeline")
+
+    def probs():
+        return [
+            ([(e.start, e.end, e.label_, e._.crf_prob) for e in doc.ents], list(doc.spans.get("candidates", [])))
+            for doc in nlp.pipe(TEXTS)
+        ]
+
+    torch_probs = run("torch", monkeypatch, probs)
+    numpy_probs = run("numpy", monkeypatch, probs)
+    for (a_ents, a_cands), (b_ents, b_cands) in zip(torch_probs, numpy_probs):
+        assert [e[:3] for e in b_ents] == [e[:3] for e in a_ents]
+        numpy.testing.assert_allclose([e[3] or 0 for e in b_ents], [e[3] or 0 for e in a_ents], atol=1e-5)
+        assert [(s.start, s.end, s.label_) for s in b_cands] == [(s.start, s.end, s.label_) for s in a_cands]
+
+
+def test_engines_agree_on_chunked_docs(monkeypatch):
+    """Docs longer than the window are read window by window; empty docs."""
+    nlp = make_nlp(window=7)
+    train(nlp, make_examples(nlp), steps=20)
+    texts = TEST_TEXTS + [" ".join(["I like green eggs and ham"] * 5)]
+    torch_out = run("torch", monkeypatch, lambda: outputs(nlp, "crf_tagger", texts))
+    numpy_out = run("numpy", monkeypatch, lambda: outputs(nlp, "crf_tagger", texts))
+    assert_same(torch_out, numpy_out)
+
+
+def test_weights_saved_without_torch_format(tmp_path, monkeypatch):
+    """A pipeline saves its network as numpy arrays (no torch.save bytes),
+    and loads back to the same predictions on either engine."""
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=20)
+    nlp.to_disk(tmp_path / "p")
+    data = (tmp_path / "p" / "crf_tagger" / "model").read_bytes()
+    assert weights.FORMAT.encode() in data
+    assert b"PK\x03\x04" not in data  # no zip archive of torch.save
+    again = spacy.load(tmp_path / "p")
+    for engine in ("torch", "numpy"):
+        monkeypatch.setenv("SPACY_CRF_ENGINE", engine)
+        assert [t.tag_ for t in again("I like blue ham")] == [t.tag_ for t in nlp("I like blue ham")]
+
+
+def test_unknown_engine_is_refused(monkeypatch):
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=2)
+    monkeypatch.setenv("SPACY_CRF_ENGINE", "onnx")
+    with pytest.raises(ValueError, match="SPACY_CRF_ENGINE must be one of"):
+        nlp("eggs")
+
+
+def test_auto_engine_is_the_array_engine_on_cpu(monkeypatch):
+    from spacy_crf.ml import uses_array_engine
+
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=2)
+    monkeypatch.delenv("SPACY_CRF_ENGINE", raising=False)
+    assert os.environ.get("SPACY_CRF_ENGINE") is None
+    assert uses_array_engine(nlp.get_pipe("crf_tagger").model)

@@ -1,0 +1,99 @@
+"""Serving without torch, for real: a subprocess whose `import torch` fails
+(a meta-path blocker, before anything is imported) loads a pipeline trained
+and saved here, tags, and gives marginals, n-best paths and uncertainty;
+training and torch-only features raise E050, torch.save weights of earlier
+releases E051. (.ci/run checks the same in a fresh venv without torch.)"""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy
+
+from tests.helpers import make_examples, make_nlp, train
+
+DATA_100 = Path(__file__).parents[1] / "data" / "legacy-1.0.0"
+# spacy-transformers (installed with the test extra) needs torch and is no
+# part of a serving environment: its entry points are hidden from spaCy's
+# registries, as if it were not installed
+BLOCKER = """
+import sys
+class _NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "spacy_transformers"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+sys.meta_path.insert(0, _NoTorch())
+import catalogue
+_entry_points = catalogue.Registry._get_entry_points
+catalogue.Registry._get_entry_points = lambda self: [
+    ep for ep in _entry_points(self) if not ep.value.startswith("spacy_transformers")
+]
+"""
+TEXTS = ["I like blue ham", "Eat green eggs", "", "eggs eggs"]
+
+
+def run_without_torch(code: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_serving_without_torch(tmp_path):
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=20)
+    nlp.to_disk(tmp_path / "p")
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc(text) for text in TEXTS]
+    result = run_without_torch(
+        f"""
+        import json
+        import numpy, spacy
+        try:
+            import torch
+            torch_imports = True
+        except ImportError:
+            torch_imports = False
+        nlp = spacy.load({str(tmp_path / "p")!r})
+        tagger = nlp.get_pipe("crf_tagger")
+        texts = {TEXTS!r}
+        docs = [nlp.make_doc(t) for t in texts]
+        out = {{
+            "torch_imports": torch_imports,
+            "torch_loaded": "torch" in sys.modules,
+            "tags": [[t.tag_ for t in doc] for doc in nlp.pipe(texts)],
+            "first": [t.tag_ for t in nlp(texts[0])],
+            "marginals": [m.tolist() for m in tagger.marginals(docs)],
+            "nbest": tagger.nbest(docs, 2),
+            "uncertainty": [p for p, _ in tagger.uncertainty(docs)],
+        }}
+        try:
+            nlp.update([], sgd=None)
+            from spacy.training import Example
+            nlp.update([Example.from_dict(nlp.make_doc("eggs"), {{"tags": ["N"]}})])
+            out["update"] = "ran"
+        except ImportError as e:
+            out["update"] = str(e)
+        try:
+            spacy.load({str(DATA_100 / "crf_tagger" / "pipeline")!r})
+            out["legacy"] = "loaded"
+        except ImportError as e:
+            out["legacy"] = str(e)
+        print(json.dumps(out))
+        """
+    )
+    assert not result["torch_imports"] and not result["torch_loaded"]
+    assert result["tags"] == [[t.tag_ for t in doc] for doc in nlp.pipe(TEXTS)]
+    assert result["first"] == result["tags"][0]
+    for got, want in zip(result["marginals"], tagger.marginals(docs)):
+        numpy.testing.assert_allclose(numpy.asarray(got, dtype="float32").reshape(want.shape), want, atol=1e-5)
+    assert [[tags for tags, _ in doc] for doc in result["nbest"]] == [
+        [tags for tags, _ in doc] for doc in tagger.nbest(docs, 2)
+    ]
+    numpy.testing.assert_allclose(result["uncertainty"], [p for p, _ in tagger.uncertainty(docs)], atol=1e-5)
+    assert result["update"].startswith("[E050] Training needs torch") and "spacy-crf[torch]" in result["update"]
+    assert result["legacy"].startswith("[E051]") and "to_disk" in result["legacy"]
