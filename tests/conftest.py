@@ -6,8 +6,6 @@ import os
 # sets another number.
 THREADS = int(os.environ.get("SPACY_CRF_TEST_THREADS", "1"))
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-# the tests of the torch path read its scores (tests/engine/ run the torch-free engine)
-os.environ.setdefault("SPACY_CRF_ENGINE", "torch")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -5,13 +5,17 @@ torch's order: input, forget, cell, output; both biases): the rows, sorted by
 decreasing length, run one step at a time, each step over the rows still
 running (a prefix of them), as a PackedSequence runs; the backward direction
 reads each row reversed within its length. Each step is one matrix product
-(numpy's BLAS) and one fused pass over the gates (`_cell`, Numba); the input
-products of every step are one matrix product ahead of the loop.
+(numpy's BLAS) and a few whole-array passes over the gates (numpy's SIMD
+tanh); the input products of every step are one matrix product ahead of the
+loop.
+
+sigmoid(x) = (1 + tanh(x / 2)) / 2, so the weights arrive with the rows of the
+input, forget and output gates halved (`halved_gates`: exact, a power of
+two), and one tanh over all four gates gives every activation.
 """
 
 from typing import List, Tuple
 
-import numba
 import numpy
 
 # one direction's weights: weight_ih (4H, n), weight_hh (4H, H), bias (4H,) (bias_ih + bias_hh)
@@ -55,10 +59,20 @@ def bilstm(tokens: numpy.ndarray, lengths: numpy.ndarray, layers: List[Tuple[Dir
     return x
 
 
+def halved_gates(weight_ih: numpy.ndarray, weight_hh: numpy.ndarray, bias: numpy.ndarray) -> Direction:
+    """One direction's weights (torch's layout, gates i, f, g, o) with the
+    rows of the i, f and o gates halved, as `_direction` reads them."""
+    H = weight_hh.shape[1]
+    scale = numpy.full((4 * H, 1), 0.5, dtype=weight_ih.dtype)
+    scale[2 * H : 3 * H] = 1.0
+    return weight_ih * scale, weight_hh * scale, bias * scale[:, 0]
+
+
 def _direction(
     packed: numpy.ndarray, weights: Direction, running: numpy.ndarray, step_starts: numpy.ndarray
 ) -> numpy.ndarray:
-    """One direction over packed inputs (time-major, longest row first)."""
+    """One direction over packed inputs (time-major, longest row first),
+    with `halved_gates` weights."""
     weight_ih, weight_hh, bias = weights
     H = weight_hh.shape[1]
     gates_in = packed @ weight_ih.T
@@ -66,30 +80,31 @@ def _direction(
     recurrent = numpy.ascontiguousarray(weight_hh.T)
     out = numpy.empty((packed.shape[0], H), dtype=packed.dtype)
     n0 = int(running[0])
-    h = numpy.zeros((n0, H), dtype=packed.dtype)
     c = numpy.zeros((n0, H), dtype=packed.dtype)
     gates = numpy.empty((n0, 4 * H), dtype=packed.dtype)
+    h = numpy.zeros((0, H), dtype=packed.dtype)
     for t in range(len(running)):
         n, first = int(running[t]), int(step_starts[t])
+        g = gates[:n]
         if t:
-            numpy.matmul(h[:n], recurrent, out=gates[:n])
-            gates[:n] += gates_in[first : first + n]
+            numpy.matmul(h[:n], recurrent, out=g)
+            g += gates_in[first : first + n]
         else:
-            gates[:n] = gates_in[first : first + n]
-        _cell(gates[:n], c[:n], h[:n])
-        out[first : first + n] = h[:n]
+            g[...] = gates_in[first : first + n]
+        numpy.tanh(g, out=g)
+        _sigmoid_from_tanh(g[:, : 2 * H])
+        _sigmoid_from_tanh(g[:, 3 * H :])
+        state = c[:n]
+        state *= g[:, H : 2 * H]  # f * c
+        g[:, :H] *= g[:, 2 * H : 3 * H]  # i * g
+        state += g[:, :H]
+        h = out[first : first + n]
+        numpy.tanh(state, out=h)
+        h *= g[:, 3 * H :]  # o * tanh(c)
     return out
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
-def _cell(gates, c, h):  # pragma: no cover - compiled
-    """c = f * c + i * g; h = o * tanh(c), in place, from the gates (i, f, g, o)."""
-    n, H = h.shape
-    for r in range(n):
-        for k in range(H):
-            i = 1.0 / (1.0 + numpy.exp(-gates[r, k]))
-            f = 1.0 / (1.0 + numpy.exp(-gates[r, H + k]))
-            g = numpy.tanh(gates[r, 2 * H + k])
-            o = 1.0 / (1.0 + numpy.exp(-gates[r, 3 * H + k]))
-            c[r, k] = f * c[r, k] + i * g
-            h[r, k] = o * numpy.tanh(c[r, k])
+def _sigmoid_from_tanh(t: numpy.ndarray) -> None:
+    """tanh(x / 2) -> sigmoid(x), in place."""
+    t *= 0.5
+    t += 0.5

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 import numpy
 
 from . import NEG_INF
-from .lstm import Direction, bilstm
+from .lstm import Direction, bilstm, halved_gates
 
 # the network's kinds of transitions and emissions (spacy_crf.nn.network's, known without torch)
 TRANSITIONS = ("full", "factored")
@@ -56,7 +56,7 @@ class ArrayNetwork:
                 weight_hh = self._weight(f"lstm.weight_hh_l{layer}{suffix}", (4 * H, H))
                 bias = self._weight(f"lstm.bias_ih_l{layer}{suffix}", (4 * H,))
                 bias = bias + self._weight(f"lstm.bias_hh_l{layer}{suffix}", (4 * H,))
-                pair.append((weight_ih, weight_hh, bias))
+                pair.append(halved_gates(weight_ih, weight_hh, bias))
             self.layers.append((pair[0], pair[1]))
             width = 2 * pair[0][1].shape[1]
         self.composition: Optional[numpy.ndarray] = None

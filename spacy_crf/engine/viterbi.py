@@ -1,17 +1,30 @@
-"""The CPU Viterbi as fused loops compiled by Numba: full and factored transitions.
+"""Viterbi decoding of a padded batch on numpy, or Numba's kernels (no torch).
 
-numpy and Numba, no torch, no spaCy: the torch path
-(spacy_crf/nn/kernels/numba_viterbi.py, which says how the loops work and
-what they equal) and the torch-free engine run these kernels. Emissions are
-held as rows: row b's step t is em[step_starts[t] + ranks[b]]. One thread;
-the compiled code is cached on disk (`cache=True`): the first process
-compiles (one to two seconds), later ones load it (about half a second).
+Small batches with full transitions (up to SMALL_BATCH label pairs over all
+steps: one doc typed into a server, the first doc after a cold start) run a
+whole-batch numpy recursion; larger ones run viterbi_kernels.py's compiled loops, whose module,
+and so Numba itself, is imported at the first such batch: Numba's start (its
+import, and loading the cached machine code, about a second) is not paid by a
+process that only tags short texts, or before its first large batch. Both
+compute the same sums in the same order and choose the first maximal label,
+so they give the same paths and scores, bit for bit.
 """
 
+from functools import lru_cache
+from types import ModuleType
 from typing import Optional, Tuple
 
-import numba
 import numpy
+
+# the most B * T * K * K (label pairs scored over the batch) the numpy recursion runs
+SMALL_BATCH = 2_000_000
+
+
+@lru_cache(maxsize=1)
+def _kernels() -> ModuleType:
+    from . import viterbi_kernels
+
+    return viterbi_kernels
 
 
 def viterbi_decode(
@@ -37,6 +50,9 @@ def viterbi_decode(
     dtype = emissions.dtype
     if T == 0 or B == 0:
         return numpy.zeros((B, T), dtype=numpy.int64), numpy.zeros((B,), dtype=dtype)
+    if classes is None and B * T * K * K <= SMALL_BATCH:
+        return _numpy_viterbi(emissions, numpy.asarray(lengths, dtype=numpy.int64), transitions, start, end)
+    kernels = _kernels()
     rows = numpy.ascontiguousarray(emissions).reshape(B * T, K)
     step_starts, ranks = numpy.arange(T, dtype=numpy.int64), numpy.arange(B, dtype=numpy.int64) * T
     lengths = numpy.asarray(lengths, dtype=numpy.int64)
@@ -44,12 +60,12 @@ def viterbi_decode(
     paths = numpy.empty((B, T), dtype=numpy.int64)
     best = numpy.empty((B,), dtype=dtype)
     if classes is None:
-        full_kernel(rows, step_starts, ranks, lengths, transitions.astype(dtype), start, end, paths, best)
+        kernels.full_kernel(rows, step_starts, ranks, lengths, transitions.astype(dtype), start, end, paths, best)
         return paths, best
     leave, pair, enter = split_factors(transitions.astype(dtype), classes)
     members = numpy.argsort(classes, kind="stable")
     offsets = numpy.concatenate([[0], numpy.cumsum(numpy.bincount(classes, minlength=pair.shape[0]))])
-    factored_kernel(
+    kernels.factored_kernel(
         rows, step_starts, ranks, lengths, leave, pair, enter, classes, members, offsets, start, end, paths, best
     )
     return paths, best
@@ -69,133 +85,35 @@ def split_factors(transitions: numpy.ndarray, classes: numpy.ndarray) -> Tuple[n
     return leave, pair, enter
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _finish(score, end, best, b, length):  # pragma: no cover - compiled
-    """The best last label of row b; its score into best[b] (0 if empty)."""
-    top = -numpy.inf
-    label = 0
-    for j in range(score.shape[0]):
-        v = score[j] + end[j]
-        if v > top:
-            top = v
-            label = j
-    best[b] = top if length > 0 else 0.0
-    return label
-
-
-@numba.njit(cache=True, nogil=True)
-def full_kernel(em, step_starts, ranks, lengths, transitions, start, end, paths, best):  # pragma: no cover
-    # Each step's best scores are kept (alpha), not backpointers: going back,
-    # a step's best predecessor is found again as the first i with the best
-    # alpha[t - 1, i] + transitions[i, label], the same sums as going
-    # forward, so the same label as a kept pointer. Without the pointers the
-    # forward loop is a branch-free max over j that LLVM vectorizes.
-    B, T = paths.shape
-    K = em.shape[1]
-    K8 = K - K % 8
-    alpha = numpy.empty((T, K), dtype=start.dtype)
-    candidate = numpy.empty_like(start)
-    for b in range(B):
-        length = max(lengths[b], 1)  # an empty row is decoded as one step, its score 0
-        for j in range(K):
-            alpha[0, j] = start[j] + em[step_starts[0] + ranks[b], j]
-        for t in range(1, length):
-            row = step_starts[t] + ranks[b]
-            for j in range(K):
-                candidate[j] = -numpy.inf
-            # eight predecessors a pass over j, folded in label order (the
-            # same max as one at a time): the running max stays in a register
-            # for eight of them instead of a load and a store each (LLVM
-            # unrolls the loop over k; docs/performance.md, "Eight
-            # predecessors a pass")
-            for i in range(0, K8, 8):
-                for j in range(K):
-                    c = candidate[j]
-                    for k in range(8):
-                        v = alpha[t - 1, i + k] + transitions[i + k, j]
-                        c = v if v > c else c
-                    candidate[j] = c
-            for i in range(K8, K):
-                s = alpha[t - 1, i]
-                for j in range(K):
-                    v = s + transitions[i, j]
-                    c = candidate[j]
-                    candidate[j] = v if v > c else c
-            for j in range(K):
-                alpha[t, j] = candidate[j] + em[row, j]
-        label = _finish(alpha[length - 1], end, best, b, lengths[b])
-        for t in range(length - 1, T):
-            paths[b, t] = label
-        for t in range(length - 1, 0, -1):
-            top = -numpy.inf
-            chosen = 0  # 0 where nothing compares (NaN), as a pointer never set
-            for i in range(K):
-                v = alpha[t - 1, i] + transitions[i, label]
-                if v > top:
-                    top = v
-                    chosen = i
-            label = chosen
-            paths[b, t - 1] = label
-
-
-@numba.njit(cache=True, nogil=True)
-def factored_kernel(
-    em, step_starts, ranks, lengths, leave, pair, enter, classes, members, offsets, start, end, paths, best
-):  # pragma: no cover - compiled
-    B, T = paths.shape
-    K = em.shape[1]
-    C = pair.shape[0]
-    score = numpy.empty_like(start)
-    into = numpy.empty_like(pair[0])  # the best move into each class
-    # kept for going back: each label's score + leave, and its best in each class
-    leaving = numpy.empty((T, K), dtype=start.dtype)
-    in_class = numpy.empty((T, C), dtype=start.dtype)
-    for b in range(B):
-        length = max(lengths[b], 1)
-        for j in range(K):
-            score[j] = start[j] + em[step_starts[0] + ranks[b], j]
-        for t in range(1, length):
-            row = step_starts[t] + ranks[b]
-            for c in range(C):
-                in_class[t, c] = -numpy.inf
-            for i in range(K):
-                v = score[i] + leave[i]
-                leaving[t, i] = v
-                c = classes[i]
-                if v > in_class[t, c]:
-                    in_class[t, c] = v
-            for c in range(C):
-                m = -numpy.inf
-                for p in range(C):
-                    v = in_class[t, p] + pair[p, c]
-                    if v > m:
-                        m = v
-                into[c] = m
-            for j in range(K):
-                score[j] = into[classes[j]] + enter[j] + em[row, j]
-        label = _finish(score, end, best, b, lengths[b])
-        for t in range(length - 1, T):
-            paths[b, t] = label
-        for t in range(length - 1, 0, -1):
-            # torch's choice (factored.py): the first label i with the best
-            # leaving[i] + Q[class(i), c]. That best is the best over classes p
-            # of in_class[p] + Q[p, c], and only the classes that reach it
-            # hold such labels: their labels are searched, in label order.
-            c = classes[label]
-            top = -numpy.inf
-            for p in range(C):
-                v = in_class[t, p] + pair[p, c]
-                if v > top:
-                    top = v
-            chosen = K
-            for p in range(C):
-                if in_class[t, p] + pair[p, c] == top:
-                    for k in range(offsets[p], offsets[p + 1]):
-                        i = members[k]
-                        if i >= chosen:
-                            break
-                        if leaving[t, i] + pair[p, c] == top:
-                            chosen = i
-                            break
-            label = chosen if chosen < K else 0  # 0 where nothing compares (NaN), as argmax of -inf
-            paths[b, t - 1] = label
+def _numpy_viterbi(
+    emissions: numpy.ndarray,
+    lengths: numpy.ndarray,
+    transitions: numpy.ndarray,
+    start: numpy.ndarray,
+    end: numpy.ndarray,
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """The recursion of viterbi_kernels.full_kernel over the whole batch at
+    once: max_i (score[i] + transitions[i, j]) + emission[j], the first
+    maximal i; padded steps keep the scores (an empty row scores 0)."""
+    B, T, K = emissions.shape
+    dtype = emissions.dtype
+    transitions = transitions.astype(dtype)
+    score = start.astype(dtype) + emissions[:, 0]
+    pointers = numpy.empty((T, B, K), dtype=numpy.int64)
+    for t in range(1, T):
+        candidates = score[:, :, None] + transitions[None, :, :]  # shape: (B, K_prev, K)
+        best = candidates.argmax(axis=1)
+        step = numpy.take_along_axis(candidates, best[:, None, :], axis=1)[:, 0] + emissions[:, t]
+        running = (t < lengths)[:, None]
+        score = numpy.where(running, step, score)
+        pointers[t] = numpy.where(running, best, numpy.arange(K)[None, :])
+    final = score + end.astype(dtype)
+    label = final.argmax(axis=1)
+    best_score = numpy.where(lengths > 0, final[numpy.arange(B), label], 0).astype(dtype)
+    paths = numpy.empty((B, T), dtype=numpy.int64)
+    paths[:, T - 1] = label
+    rows = numpy.arange(B)
+    for t in range(T - 1, 0, -1):
+        label = pointers[t, rows, label]
+        paths[:, t - 1] = label
+    return paths, best_score

@@ -149,14 +149,11 @@ def torch_network(model: Model) -> Optional["BiLSTMCRF"]:
 
 def uses_array_engine(model: Model) -> bool:
     """Whether prediction runs the torch-free engine: always without torch;
-    with it, as SPACY_CRF_ENGINE says ("auto": on the CPU with quantize = "none")."""
-    shim = any_shim(model)
-    if isinstance(shim, ServingShim):
+    with it, where SPACY_CRF_ENGINE is "numpy" ("auto" is torch: see
+    `spacy_crf.engine.modes.engine_mode`)."""
+    if isinstance(any_shim(model), ServingShim):
         return True
-    mode = engine_mode()
-    if mode == "auto":
-        return shim.device.type == "cpu" and shim.quantize == "none"
-    return mode == "numpy"
+    return engine_mode() == "numpy"
 
 
 def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> None:

@@ -132,11 +132,40 @@ def test_unknown_engine_is_refused(monkeypatch):
         nlp("eggs")
 
 
-def test_auto_engine_is_the_array_engine_on_cpu(monkeypatch):
+def test_auto_engine_is_torch_where_torch_is_installed(monkeypatch):
+    """The default where torch is installed: the engine measured the faster
+    (docs/benchmarks.md, "Serving"); without torch, see test_without_torch.py."""
     from spacy_crf.ml import uses_array_engine
 
     nlp = make_nlp()
     train(nlp, make_examples(nlp), steps=2)
     monkeypatch.delenv("SPACY_CRF_ENGINE", raising=False)
     assert os.environ.get("SPACY_CRF_ENGINE") is None
+    assert not uses_array_engine(nlp.get_pipe("crf_tagger").model)
+    monkeypatch.setenv("SPACY_CRF_ENGINE", "numpy")
     assert uses_array_engine(nlp.get_pipe("crf_tagger").model)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_viterbi_equals_the_kernel(seed):
+    """The small-batch numpy recursion gives the Numba kernel's paths and
+    scores bit for bit: padded batches, empty rows, length 1, ties."""
+    from spacy_crf.engine import viterbi
+
+    rng = numpy.random.default_rng(seed)
+    B, T, K = 5, 7, 4
+    lengths = rng.integers(0, T + 1, size=B)
+    lengths[0], lengths[1] = T, 1
+    emissions = rng.integers(-3, 3, size=(B, T, K)).astype(numpy.float32)  # integers: ties
+    emissions[numpy.arange(T)[None, :] >= lengths[:, None]] = 0.0
+    transitions = rng.integers(-2, 2, size=(K, K)).astype(numpy.float32)
+    start, end = rng.standard_normal(K).astype(numpy.float32), rng.standard_normal(K).astype(numpy.float32)
+    small = viterbi.viterbi_decode(emissions, lengths, transitions, start, end)
+    rows = emissions.reshape(B * T, K)
+    paths, best = numpy.empty((B, T), dtype=numpy.int64), numpy.empty((B,), dtype=numpy.float32)
+    steps, ranks = numpy.arange(T), numpy.arange(B) * T
+    viterbi._kernels().full_kernel(
+        rows, steps, ranks, lengths.astype(numpy.int64), transitions, start, end, paths, best
+    )
+    numpy.testing.assert_array_equal(small[0], paths)
+    numpy.testing.assert_array_equal(small[1], best)

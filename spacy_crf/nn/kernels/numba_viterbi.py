@@ -22,7 +22,7 @@ Both compute the torch code's sums in its order and choose as its argmax does
 included, in float32 or float64 (tests/nn/test_numba_viterbi.py against crf.py,
 factored.py and brute force). Non-finite scores give labels in range (NaN is
 never chosen; torch's code may choose it). The kernels themselves are
-spacy_crf/engine/viterbi.py's (torch-free; the torch-free engine runs them
+spacy_crf/engine/viterbi_kernels.py's (torch-free; the torch-free engine runs them
 too): importing this module imports Numba, so dispatch.py imports it only
 where Numba is installed and can cache.
 """
@@ -32,8 +32,8 @@ from typing import Tuple, Union
 import numpy
 import torch
 
-from ...engine.viterbi import factored_kernel as _factored
-from ...engine.viterbi import full_kernel as _full
+from ...engine.viterbi_kernels import factored_kernel as _factored
+from ...engine.viterbi_kernels import full_kernel as _full
 from ..crf import CRFScores, _compute_dtype, check_scores
 from ..factored import check_classes, split
 from ..packed import PackedScores
