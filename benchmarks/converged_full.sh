@@ -12,7 +12,9 @@
 # cut session keeps every finished run; OUT/converged_full.log has each run's start and end.
 #
 # Environment: CORPUS (corpus), ENCODER (assets/all-MiniLM-L6-v2), GPU_ID (0; -1 for the CPU),
-# SEED (0), WORK (the trained pipelines; default a temporary folder, deleted at the end) and
+# SEED (0), WORK (the trained pipelines; default a temporary folder, deleted at the end),
+# RESUMABLE (1: each run checkpoints at every evaluation into WORK/NAME/checkpoint, and the same
+# command again resumes it; a run whose record is already in OUT is skipped; needs WORK) and
 # PROTOCOL (JSON overrides of the protocol, for smoke tests only).
 # Needs CORPUS/{en_ewt-ud-train,ewt-dev-a,ewt-dev-b,uner-train,uner-dev-a,uner-dev-b}.spacy: the
 # project's convert commands and `python -m benchmarks.split_corpus DEV A B --interleave`.
@@ -33,6 +35,8 @@ corpus=${CORPUS:-corpus}
 encoder=${ENCODER:-assets/all-MiniLM-L6-v2}
 seed=${SEED:-0}
 work=${WORK:-}
+resumable=${RESUMABLE:-0}
+[[ $resumable == 0 || -n $work ]] || { echo "RESUMABLE=1 needs WORK (where the checkpoints stay)" >&2; exit 2; }
 [[ -n $work ]] || { work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; }
 mkdir -p "$out" "$work"
 status=0
@@ -48,11 +52,15 @@ for run in "${runs[@]}"; do
     esac
     train=$corpus/$([[ $data == ewt ]] && echo en_ewt-ud-train || echo uner-train).spacy
     name=${run}_s$seed
+    if [[ $resumable == 1 && -f $out/$name.json ]]; then
+        echo "$(date -u +%FT%TZ) skip $name (recorded)" >> "$out/converged_full.log"
+        continue
+    fi
     echo "$(date -u +%FT%TZ) start $name" >> "$out/converged_full.log"
     python3 -m benchmarks.converged "configs/$config" --train "$train" \
         --dev-select "$corpus/$data-dev-a.spacy" --dev-score "$corpus/$data-dev-b.spacy" \
         --encoder "$encoder" --seed "$seed" --gpu-id "${GPU_ID:-0}" --protocol "${PROTOCOL:-{\}}" \
-        --output "$work/$name" > "$work/$name.log" 2>&1
+        $([[ $resumable == 1 ]] && echo --resumable) --output "$work/$name" >> "$work/$name.log" 2>&1
     rc=$?
     echo "$(date -u +%FT%TZ) end $name rc=$rc" >> "$out/converged_full.log"
     if [[ $rc -eq 0 ]]; then

@@ -15,7 +15,8 @@ torch, and the wall and CPU seconds the loop has run (`state.json`). A checkpoin
 whole one. Resumed, the run skips the batches it has trained on, restores every
 state and goes on: on the CPU it ends with the same weights, log rows and
 scores as an uninterrupted run (on a GPU, cuDNN and atomics may round
-otherwise). A checkpoint made with another config is refused (E042).
+otherwise). A checkpoint made with other training settings or corpora is
+refused (E042).
 """
 
 import json
@@ -221,11 +222,22 @@ def _batches(
         state["epoch"] = epoch
 
 
-def _fingerprint(config: Any, n_examples: int) -> str:
-    """What a checkpoint must share with the run that resumes it."""
+def _fingerprint(config: Any, n_examples: int, extra: str = "") -> str:
+    """What a checkpoint must share with the run that resumes it: the
+    training settings (but the logger), the corpora, the pipeline's
+    components and the number of training examples. A component's settings
+    may change between releases (the weights must still load)."""
     import hashlib
 
-    text = json.dumps({"config": config.to_str(), "examples": n_examples}, sort_keys=True)
+    training = {key: value for key, value in config["training"].items() if key != "logger"}
+    record = {
+        "training": training,
+        "corpora": config["corpora"],
+        "pipeline": list(config["nlp"]["pipeline"]),
+        "examples": n_examples,
+        **({"extra": extra} if extra else {}),
+    }
+    text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf8")).hexdigest()
 
 
@@ -363,7 +375,9 @@ def _load_checkpoint(path: Path, nlp: Language, optimizer: Optimizer, fingerprin
     state = json.loads((path / "state.json").read_text(encoding="utf8"))
     if state.get("fingerprint") != fingerprint:
         raise ValueError(
-            Errors.E042.format(reason=f"{path} was made by another config or corpus; delete it to start anew")
+            Errors.E042.format(
+                reason=f"{path} was made with other training settings or corpora; delete it to start anew"
+            )
         )
     nlp.from_disk(path / "model")
     with numpy.load(path / "optimizer.npz") as arrays:

@@ -145,7 +145,7 @@ def test_a_checkpoint_of_another_config_is_refused(tmp_path):
     output.mkdir()
     (output / "checkpoint").mkdir()
     srsly.write_json(output / "checkpoint" / "state.json", {"fingerprint": "another"})
-    with pytest.raises(ValueError, match=r"\[E042\].*another config"):
+    with pytest.raises(ValueError, match=r"\[E042\].*other training settings"):
         train(init_nlp(config_for(tmp_path, output, max_steps=2)), output)
 
 
@@ -155,3 +155,15 @@ def test_a_kill_between_the_renames_leaves_the_old_checkpoint_found(tmp_path):
     assert resumable._find_checkpoint(tmp_path) == tmp_path / "checkpoint.old"
     (tmp_path / "checkpoint.tmp").mkdir()  # half-written: never read
     assert resumable._find_checkpoint(tmp_path) == tmp_path / "checkpoint.old"
+
+
+def test_the_fingerprint_is_of_the_training_settings_and_corpora(tmp_path):
+    base = config_for(tmp_path, tmp_path).interpolate()
+    same = resumable._fingerprint(base, 18)
+    changed = config_for(tmp_path, tmp_path).interpolate()
+    changed["components"]["crf_tagger"]["store_confidence"] = True  # a component setting: the weights still load
+    changed["training"]["logger"]["progress_bar"] = True
+    assert resumable._fingerprint(changed, 18) == same
+    changed["training"]["max_steps"] = 10
+    assert resumable._fingerprint(changed, 18) != same
+    assert resumable._fingerprint(base, 19) != same and resumable._fingerprint(base, 18, "teacher") != same
