@@ -1,11 +1,11 @@
 """Serving without torch: the torch-free engine against the torch engine and spaCy's components.
 
-    python -m benchmarks.serving agree TAGGER NER EWT_DEV UNER_DEV [--output metrics/serving.json]
+    python -m benchmarks.serving agree TAGGER NER EWT_DEV UNER_DEV [--output benchmarks/runs/serving.json]
     python -m benchmarks.serving speed --system crf_tagger=TAGGER --system tagger=SPACY_TAGGER \\
-        --corpus EWT_DEV [--repeats 5] [--output metrics/serving.json]
+        --corpus EWT_DEV [--repeats 5] [--output benchmarks/runs/serving.json]
     python -m benchmarks.serving cold --case "LABEL::PYTHON::PIPELINE,PIPELINE" ... [--repeats 5]
-    python -m benchmarks.serving size --env serving=SITE_PACKAGES ... [--output metrics/serving.json]
-    python -m benchmarks.serving table [--output metrics/serving.json]
+    python -m benchmarks.serving size --env serving=SITE_PACKAGES ... [--output benchmarks/runs/serving.json]
+    python -m benchmarks.serving table [--output benchmarks/runs/serving.json]
 
 - agree: every token of both corpora through the torch engine and the
   torch-free one (SPACY_CRF_ENGINE): tokens whose tag, entity label or
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-DEFAULT_OUTPUT = Path("metrics/serving.json")
+DEFAULT_OUTPUT = Path("benchmarks/runs/serving.json")
 COLD_TEXT = "Anna ate green eggs and ham in New York on Sunday ."
 
 

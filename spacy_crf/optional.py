@@ -19,7 +19,12 @@ def has_torch() -> bool:
     return True
 
 
+def torch_needed(feature: str) -> ImportError:
+    """E050 (an ImportError): the feature needs torch, and the extra that brings it."""
+    return ImportError(Errors.E050.format(feature=feature, extra=EXTRA))
+
+
 def require_torch(feature: str) -> None:
-    """Raise E050 (an ImportError) naming the feature and the extra where torch is not installed."""
+    """Raise E050 naming the feature and the extra where torch is not installed."""
     if not has_torch():
-        raise ImportError(Errors.E050.format(feature=feature, extra=EXTRA))
+        raise torch_needed(feature)

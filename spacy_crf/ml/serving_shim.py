@@ -13,7 +13,7 @@ from thinc.api import Shim
 from ..engine import weights
 from ..engine.network import ArrayNetwork
 from ..errors import Errors
-from ..optional import EXTRA, require_torch
+from ..optional import EXTRA, torch_needed
 
 
 class ServingShim(Shim):
@@ -38,7 +38,7 @@ class ServingShim(Shim):
 
     def set_quantize(self, mode: str) -> None:
         if mode != "none":
-            require_torch(f"quantize={mode!r}")
+            raise torch_needed(f"quantize={mode!r}")
         self.quantize = mode
 
     def set_label_classes(self, classes: Optional[Sequence[int]]) -> None:
@@ -53,29 +53,29 @@ class ServingShim(Shim):
             self._network.set_constraints(masks)
 
     def build(self, n_inputs: int, n_labels: int) -> Any:
-        require_torch("Initializing a model (training)")
+        raise torch_needed("Initializing a model (training)")
 
     def grow(self, donors: Sequence[int], **kwargs: Any) -> Any:
-        require_torch("Adding labels to a trained model")
+        raise torch_needed("Adding labels to a trained model")
 
     def __call__(self, inputs: Any, is_train: bool) -> Any:
-        require_torch("Training" if is_train else "The torch engine (SPACY_CRF_ENGINE=torch)")
+        raise torch_needed("Training" if is_train else "The torch engine (SPACY_CRF_ENGINE=torch)")
 
     def predict(self, inputs: Any) -> Any:
-        require_torch("The torch engine (SPACY_CRF_ENGINE=torch)")
+        raise torch_needed("The torch engine (SPACY_CRF_ENGINE=torch)")
 
     def begin_update(self, inputs: Any) -> Any:
-        require_torch("Training")
+        raise torch_needed("Training")
 
     def finish_update(self, optimizer: Any) -> None:
-        require_torch("Training")
+        raise torch_needed("Training")
 
     def use_params(self, params: Any) -> Any:
-        require_torch("Training with averaged weights")
+        raise torch_needed("Training with averaged weights")
 
     def to_device(self, device_type: str, device_id: int) -> None:
         if device_type != "cpu":
-            require_torch("Prediction on a GPU")
+            raise torch_needed("Prediction on a GPU")
 
     def to_bytes(self) -> bytes:
         arrays = None if self._network is None else self._network.arrays

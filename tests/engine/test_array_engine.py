@@ -169,3 +169,72 @@ def test_numpy_viterbi_equals_the_kernel(seed):
     )
     numpy.testing.assert_array_equal(small[0], paths)
     numpy.testing.assert_array_equal(small[1], best)
+
+
+@pytest.mark.parametrize(
+    "tamper, message",
+    [
+        (lambda arrays: arrays.update({"start": numpy.zeros(3, dtype="int64")}), "is not an array of floats"),
+        (lambda arrays: arrays.update({"end": numpy.zeros(99, dtype="float32")}), "size mismatch|shape"),
+        (lambda arrays: arrays.pop("transitions"), "transitions"),
+    ],
+    ids=["integers", "shape", "missing"],
+)
+def test_crafted_array_weights_are_refused(tamper, message, tmp_path):
+    """Weights in the array format that are not the network's (their
+    checksum recomputed, as a crafted file would come) raise E008 naming
+    them, and leave the component as it was."""
+    import srsly
+
+    from tests.helpers import tags_of, with_checksum
+
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=10)
+    tagger = nlp.get_pipe("crf_tagger")
+    before = tags_of(nlp, TEST_TEXTS)
+    msg = srsly.msgpack_loads(tagger.model.to_bytes())
+    for node_shims in msg["shims"]:
+        for i, shim_bytes in enumerate(node_shims):
+            shim_msg = srsly.msgpack_loads(shim_bytes)
+            arrays = dict(shim_msg["arrays"])
+            tamper(arrays)
+            node_shims[i] = weights.dump_network(shim_msg["config"], arrays)
+    tagger.to_disk(tmp_path / "bad")
+    (tmp_path / "bad" / "model").write_bytes(srsly.msgpack_dumps(msg))
+    cfg = srsly.read_json(tmp_path / "bad" / "cfg")
+    srsly.write_json(tmp_path / "bad" / "cfg", with_checksum(cfg, (tmp_path / "bad" / "model").read_bytes()))
+    with pytest.raises(ValueError, match=rf"(?s)\[E008\].*({message})"):
+        tagger.from_disk(tmp_path / "bad")
+    assert tags_of(nlp, TEST_TEXTS) == before
+
+
+def test_serving_shim_reads_arrays_and_refuses_the_rest():
+    """The shim that stands in for CRFShim without torch (tested here in
+    process, with torch installed): it loads the array format into the
+    torch-free engine, names a weight of the wrong shape, and refuses
+    torch.save bytes (E051) and training (E050)."""
+    import srsly
+
+    from spacy_crf.ml.serving_shim import ServingShim
+    from spacy_crf.ml.shim import CRFShim
+
+    nlp = make_nlp()
+    train(nlp, make_examples(nlp), steps=5)
+    shim = nlp.get_pipe("crf_tagger").model.get_ref("output_layer").layers[0].shims[0]
+    assert isinstance(shim, CRFShim)
+    data = shim.to_bytes()
+    settings = {k: v for k, v in shim.cfg["network"].items() if k not in ("n_inputs", "n_labels", "classes", "parts")}
+    serving = ServingShim(**settings).from_bytes(data)
+    network = serving.array_network()
+    assert network.n_labels == shim.network.start.shape[0]
+    assert ServingShim(**settings).to_bytes() and serving.to_bytes() == data
+    msg = srsly.msgpack_loads(data)
+    arrays = dict(msg["arrays"])
+    arrays["start"] = numpy.zeros(network.n_labels + 1, dtype="float32")
+    with pytest.raises(ValueError, match="'start' has the shape"):
+        ServingShim(**settings).from_bytes(weights.dump_network(msg["config"], arrays))
+    old = srsly.msgpack_dumps({"config": msg["config"], "state": b"PK\x03\x04"})
+    with pytest.raises(ImportError, match=r"\[E051\]"):
+        ServingShim(**settings).from_bytes(old)
+    with pytest.raises(ImportError, match=r"\[E050\] Training needs torch"):
+        serving.finish_update(None)

@@ -49,6 +49,7 @@ def test_serving_without_torch(tmp_path):
     nlp.to_disk(tmp_path / "p")
     tagger = nlp.get_pipe("crf_tagger")
     docs = [nlp.make_doc(text) for text in TEXTS]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS)))
     result = run_without_torch(
         f"""
         import json
@@ -78,6 +79,11 @@ def test_serving_without_torch(tmp_path):
             out["update"] = "ran"
         except ImportError as e:
             out["update"] = str(e)
+        from spacy_crf.__main__ import main
+        out["tag_job"] = main(
+            ["tag", {str(tmp_path / "p")!r}, {str(tmp_path / "in.jsonl")!r}, {str(tmp_path / "out")!r},
+             "--output-format", "jsonl", "--no-progress"]
+        )
         try:
             spacy.load({str(DATA_100 / "crf_tagger" / "pipeline")!r})
             out["legacy"] = "loaded"
@@ -97,3 +103,8 @@ def test_serving_without_torch(tmp_path):
     numpy.testing.assert_allclose(result["uncertainty"], [p for p, _ in tagger.uncertainty(docs)], atol=1e-5)
     assert result["update"].startswith("[E050] Training needs torch") and "spacy-crf[torch]" in result["update"]
     assert result["legacy"].startswith("[E051]") and "to_disk" in result["legacy"]
+    # the corpus job
+    assert result["tag_job"] == 0
+    shards = sorted((tmp_path / "out").glob("in.jsonl.*.jsonl"))
+    tagged = [json.loads(line) for shard in shards for line in shard.read_text().splitlines()]
+    assert [record["tags"] for record in tagged] == result["tags"]
