@@ -169,7 +169,8 @@ class Errors(metaclass=ErrorsWithCodes):
     E042 = "Cannot resume this training: {reason}."
     E050 = (
         "{feature} needs torch, which is not installed: spacy-crf serves (loads pipelines, tags, gives "
-        "marginals, n-best paths and uncertainty) without it, and trains with it. Install it with: {extra}"
+        "marginals, n-best paths, uncertainty and entity probabilities) without it, and trains with it. "
+        "Install it with: {extra}"
     )
     E051 = (
         "These weights were saved by spacy-crf 1.x or earlier as torch.save bytes, which only torch can "

@@ -4,14 +4,15 @@ numpy and Numba.
 
 The rows are laid out as CRFBatch lays them out (engine/rows.py), and every
 probability is that of the scores at the batch's temperature, as there.
-Entity span probabilities and the NLL (calibration) are computed by the
-torch path's code from these scores where torch is installed; without torch
-they raise E050.
+The NLL (calibration), and span probabilities under factored transitions
+(which no entity scheme uses), are computed by the torch path's code from
+these scores where torch is installed; without torch they raise E050.
 """
 
 import dataclasses
+import math
 from dataclasses import dataclass
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -21,7 +22,8 @@ from . import NEG_INF
 from .crf import forward_backward, is_forbidden, nbest_decode
 from .crf import marginals as crf_marginals
 from .network import ArrayScores
-from .rows import Ranked, SpanProbabilities, grid_index, merge_nbest
+from .rows import Ranked, Span, SpanProbabilities, check_spans, grid_index, merge_nbest, spans_in_rows
+from .spans import all_span_log_probs, span_log_probs
 from .viterbi import viterbi_decode
 
 
@@ -168,7 +170,7 @@ class ArrayCRFBatch:
 
     def to_torch(self) -> Any:
         """The same batch as the torch path's CRFBatch (needs torch: E050)."""
-        require_torch("Entity span probabilities and the NLL")
+        require_torch("The NLL of gold labels (calibration)")
         import torch
 
         from ..ml.crf_batch import CRFBatch
@@ -186,10 +188,57 @@ class ArrayCRFBatch:
         )
         return CRFBatch(scores, self.doc_lengths, self.row_lengths, self.rows_per_doc, self.temperature)
 
-    def span_probabilities(self, *args: Any, **kwargs: Any) -> List[SpanProbabilities]:
-        """CRFBatch.span_probabilities of these scores (needs torch: E050)."""
-        found: List[SpanProbabilities] = self.to_torch().span_probabilities(*args, **kwargs)
-        return found
+    def span_probabilities(
+        self,
+        patterns: Sequence[Sequence[int]],
+        spans: Optional[Sequence[Sequence[Span]]] = None,
+        *,
+        threshold: Optional[float] = None,
+        max_length: Optional[int] = None,
+    ) -> List[SpanProbabilities]:
+        """Per doc, the exact posterior probability of entity spans, as
+        CRFBatch.span_probabilities (same arguments and results), on numpy."""
+        pattern_array = numpy.asarray(patterns, dtype="int64").reshape(-1, 5)
+        n_types = len(pattern_array)
+        given: Sequence[Sequence[Span]] = [[] for _ in self.doc_lengths] if spans is None else spans
+        check_spans(given, self.doc_lengths, n_types)
+        if threshold is not None and not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        if self.scores.classes is not None:  # factored transitions: the torch path's algorithms
+            found: List[SpanProbabilities] = self.to_torch().span_probabilities(
+                patterns, spans, threshold=threshold, max_length=max_length
+            )
+            return found
+        inside, places, row_offset = spans_in_rows(self.row_lengths, self.rows_per_doc, given)
+        row_doc = numpy.repeat(numpy.arange(len(self.doc_lengths)), self.rows_per_doc)
+        results = [SpanProbabilities(numpy.zeros((len(doc_spans),))) for doc_spans in given]
+        s = self.tempered
+        search = threshold is not None and n_types > 0 and s.emissions.shape[1] > 0
+        if not inside and not search:
+            return results
+        passes = forward_backward(s.emissions, s.mask, s.transitions, s.start, s.end)
+        if inside:
+            span_array = numpy.asarray(inside, dtype="int64")
+            longest = int((span_array[:, 2] - span_array[:, 1] + 1).max())
+            log_probs = span_log_probs(
+                s.emissions, s.mask, s.transitions, s.end, passes, span_array, pattern_array, longest
+            )
+            for (doc, j), prob in zip(places, numpy.exp(log_probs.astype(numpy.float64)).tolist()):
+                results[doc].given[j] = prob
+        if search:
+            assert threshold is not None  # search is only with a threshold
+            min_log_prob = math.log(threshold)
+            all_log_probs = all_span_log_probs(
+                s.emissions, s.mask, s.transitions, s.end, passes, pattern_array, max_length, min_log_prob
+            )
+            hits = numpy.argwhere(all_log_probs >= min_log_prob)  # row, start, size - 1, type; in order
+            values = numpy.exp(all_log_probs[tuple(hits.T)].astype(numpy.float64))
+            for (row, start, size, kind), prob in zip(hits.tolist(), values.tolist()):
+                begin = int(row_offset[row]) + start
+                results[row_doc[row]].found.append((begin, begin + size + 1, kind, prob))
+        return results
 
     def negative_log_likelihood(self, gold: Sequence[numpy.ndarray], excluded: Sequence[numpy.ndarray]) -> float:
         """CRFBatch.negative_log_likelihood of these scores (needs torch: E050)."""

@@ -103,3 +103,39 @@ def merge_nbest(parts: Sequence[Sequence[Ranked]], k: int) -> List[Ranked]:
         combined = [(pa + pb, sa + sb) for pa, sa in best for pb, sb in part]
         best = sorted(combined, key=lambda item: -item[1])[:k]
     return best
+
+
+def spans_in_rows(
+    row_lengths: Sequence[int], rows_per_doc: Sequence[int], spans: Sequence[Sequence[Tuple[int, int, int]]]
+) -> Tuple[List[Tuple[int, int, int, int]], List[Tuple[int, int]], numpy.ndarray]:
+    """Doc spans in the rows (chunks) of a batch.
+
+    row_lengths (Sequence[int]): tokens per row; rows_per_doc (Sequence[int]):
+        rows per doc (as `row_layout` gives them).
+
+    spans (Sequence[Sequence[Tuple[int, int, int]]]): per doc, spans
+        (start, end exclusive, type) in the doc's tokens.
+    RETURNS (Tuple[list, list, ndarray]): the spans that lie within one
+        row, as (row, first, last inclusive, type) in the row's tokens
+        (a span across a chunk's edge is on no path of any row: left
+        out); for each, (doc, index of the span); and each row's first
+        token's offset in its doc.
+    """
+    row_lengths, rows_per_doc = list(row_lengths), list(rows_per_doc)
+    first_row = numpy.cumsum([0] + rows_per_doc)[:-1]
+    row_offset = numpy.zeros(len(row_lengths), dtype="int64")
+    for row, n_rows in zip(first_row, rows_per_doc):
+        lengths = row_lengths[row : row + n_rows]
+        row_offset[row : row + n_rows] = numpy.cumsum([0] + lengths[:-1])
+    inside: List[Tuple[int, int, int, int]] = []
+    places: List[Tuple[int, int]] = []
+    for doc, doc_spans in enumerate(spans):
+        rows = range(first_row[doc], first_row[doc] + rows_per_doc[doc])
+        offsets = row_offset[rows.start : rows.stop]
+        for j, (start, end, kind) in enumerate(doc_spans):
+            row = rows.start + int(numpy.searchsorted(offsets, start, side="right")) - 1
+            offset = int(row_offset[row])
+            if end - offset <= row_lengths[row]:
+                inside.append((row, start - offset, end - 1 - offset, kind))
+                places.append((doc, j))
+    return inside, places, row_offset

@@ -31,6 +31,7 @@ from ..engine.rows import (  # noqa: F401  (re-exported: spacy_crf.ml.crf_batch'
     grid_index,
     merge_nbest,
     row_layout,
+    spans_in_rows,
 )
 from ..errors import Errors, NonFiniteScoresError
 from ..optional import has_torch
@@ -289,33 +290,8 @@ class CRFBatch:
     def spans_in_rows(
         self, spans: Sequence[Sequence[Tuple[int, int, int]]]
     ) -> Tuple[List[Tuple[int, int, int, int]], List[Tuple[int, int]], numpy.ndarray]:
-        """Doc spans in the rows (chunks) of the batch.
-
-        spans (Sequence[Sequence[Tuple[int, int, int]]]): per doc, spans
-            (start, end exclusive, type) in the doc's tokens.
-        RETURNS (Tuple[list, list, ndarray]): the spans that lie within one
-            row, as (row, first, last inclusive, type) in the row's tokens
-            (a span across a chunk's edge is on no path of any row: left
-            out); for each, (doc, index of the span); and each row's first
-            token's offset in its doc.
-        """
-        first_row = numpy.cumsum([0] + self.rows_per_doc)[:-1]
-        row_offset = numpy.zeros(len(self.row_lengths), dtype="int64")
-        for row, n_rows in zip(first_row, self.rows_per_doc):
-            lengths = self.row_lengths[row : row + n_rows]
-            row_offset[row : row + n_rows] = numpy.cumsum([0] + lengths[:-1])
-        inside: List[Tuple[int, int, int, int]] = []
-        places: List[Tuple[int, int]] = []
-        for doc, doc_spans in enumerate(spans):
-            rows = range(first_row[doc], first_row[doc] + self.rows_per_doc[doc])
-            offsets = row_offset[rows.start : rows.stop]
-            for j, (start, end, kind) in enumerate(doc_spans):
-                row = rows.start + int(numpy.searchsorted(offsets, start, side="right")) - 1
-                offset = int(row_offset[row])
-                if end - offset <= self.row_lengths[row]:
-                    inside.append((row, start - offset, end - 1 - offset, kind))
-                    places.append((doc, j))
-        return inside, places, row_offset
+        """Doc spans in the rows (chunks) of the batch: `rows.spans_in_rows`."""
+        return spans_in_rows(self.row_lengths, self.rows_per_doc, spans)
 
     def span_probabilities(
         self,

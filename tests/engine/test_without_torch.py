@@ -108,3 +108,50 @@ def test_serving_without_torch(tmp_path):
     shards = sorted((tmp_path / "out").glob("in.jsonl.*.jsonl"))
     tagged = [json.loads(line) for shard in shards for line in shard.read_text().splitlines()]
     assert [record["tags"] for record in tagged] == result["tags"]
+
+
+def test_resaved_ner_serves_entity_probabilities_without_torch(tmp_path):
+    """A crf_ner saved by 1.0.0 (torch.save bytes), re-saved with the
+    command E051 names, gives without torch the entities, their posteriors
+    (span._.crf_prob) and the candidate spans that it gives with torch."""
+    import spacy
+
+    texts = ["Anna ate green ham and eggs in New York on Sunday with Bob and Paris eggs", "eggs", ""]
+    nlp = spacy.load(DATA_100 / "crf_ner" / "pipeline")
+    nlp.to_disk(tmp_path / "resaved")  # what E051's command runs
+
+    def entities(docs):
+        return [
+            {
+                "ents": [[e.start, e.end, e.label_, e._.crf_prob] for e in doc.ents],
+                "candidates": [[s.start, s.end, s.label_] for s in doc.spans.get("candidates", [])],
+                "scores": [float(x) for x in doc.spans["candidates"].attrs.get("scores", [])]
+                if "candidates" in doc.spans
+                else [],
+            }
+            for doc in docs
+        ]
+
+    with_torch = entities(nlp.pipe(texts))
+    result = run_without_torch(
+        f"""
+        import json, spacy
+        nlp = spacy.load({str(tmp_path / "resaved")!r})
+        docs = list(nlp.pipe({texts!r}))
+        print(json.dumps([
+            {{
+                "ents": [[e.start, e.end, e.label_, e._.crf_prob] for e in doc.ents],
+                "candidates": [[s.start, s.end, s.label_] for s in doc.spans.get("candidates", [])],
+                "scores": [float(x) for x in doc.spans["candidates"].attrs.get("scores", [])]
+                if "candidates" in doc.spans else [],
+            }}
+            for doc in docs
+        ]))
+        """
+    )
+    assert any(doc["ents"] for doc in with_torch) and any(doc["candidates"] for doc in with_torch)
+    for got, want in zip(result, with_torch):
+        assert [e[:3] for e in got["ents"]] == [e[:3] for e in want["ents"]]
+        numpy.testing.assert_allclose([e[3] for e in got["ents"]], [e[3] for e in want["ents"]], atol=1e-5)
+        assert got["candidates"] == want["candidates"]
+        numpy.testing.assert_allclose(got["scores"], want["scores"], atol=1e-5)
