@@ -13,6 +13,9 @@ import numpy
 
 from . import NEG_INF
 
+# the most (row, previous label, label, path) extensions nbest_decode ranks at once
+NBEST_BLOCK = 8_000_000
+
 
 def _logmatmul(scores: numpy.ndarray, exp_matrix: numpy.ndarray, shift: numpy.floating) -> numpy.ndarray:
     """log(exp(scores) @ exp(matrix)) for exp_matrix = exp(matrix - shift)."""
@@ -84,9 +87,30 @@ def nbest_decode(
 
     RETURNS (Tuple[ndarray, ndarray]): paths (B, k, T) int64 and their scores
         (B, k) in descending order; a row with fewer than k paths has -inf
-        scores in the spare places; an empty row scores 0.
+        scores in the spare places; an empty row scores 0. The rows run
+        NBEST_BLOCK label extensions at a time (bounded memory for many labels).
     """
     emissions = emissions.astype(numpy.float32, copy=False)
+    B, T, K = emissions.shape
+    rows = max(1, NBEST_BLOCK // max(1, K * K * k))
+    if B > rows:
+        parts = [
+            _nbest_rows(emissions[i : i + rows], mask[i : i + rows], transitions, start, end, k)
+            for i in range(0, B, rows)
+        ]
+        return numpy.concatenate([p for p, _ in parts]), numpy.concatenate([v for _, v in parts])
+    return _nbest_rows(emissions, mask, transitions, start, end, k)
+
+
+def _nbest_rows(
+    emissions: numpy.ndarray,
+    mask: numpy.ndarray,
+    transitions: numpy.ndarray,
+    start: numpy.ndarray,
+    end: numpy.ndarray,
+    k: int,
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """nbest_decode of a block of rows."""
     B, T, K = emissions.shape
     if T == 0:
         return numpy.zeros((B, k, 0), dtype=numpy.int64), numpy.zeros((B, k), dtype=numpy.float32)
