@@ -233,6 +233,11 @@ def test_serving_shim_reads_arrays_and_refuses_the_rest():
     arrays["start"] = numpy.zeros(network.n_labels + 1, dtype="float32")
     with pytest.raises(ValueError, match="'start' has the shape"):
         ServingShim(**settings).from_bytes(weights.dump_network(msg["config"], arrays))
+    arrays["start"] = numpy.full(network.n_labels, numpy.nan, dtype="float32")
+    assert (
+        ServingShim(**settings).from_bytes(weights.dump_network(msg["config"], arrays)).network.first_non_finite()
+        == "start"
+    )
     old = srsly.msgpack_dumps({"config": msg["config"], "state": b"PK\x03\x04"})
     with pytest.raises(ImportError, match=r"\[E051\]"):
         ServingShim(**settings).from_bytes(old)
