@@ -183,7 +183,7 @@ class Errors(metaclass=ErrorsWithCodes):
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
         "Numba could not set up the CPU Viterbi ({error}); decoding with "
-        "torch's code instead (the same paths, slower). Where the package's "
+        "torch's code instead (the torch-free engine: numpy's), the same paths, slower. Where the package's "
         "folder is read-only, set NUMBA_CACHE_DIR to a writable folder."
     )
     W002 = (

@@ -7,23 +7,38 @@ and so Numba itself, is imported at the first such batch: Numba's start (its
 import, and loading the cached machine code, about a second) is not paid by a
 process that only tags short texts, or before its first large batch. Both
 compute the same sums in the same order and choose the first maximal label,
-so they give the same paths and scores, bit for bit.
+so they give the same paths and scores, bit for bit. Where Numba is missing
+or cannot set up (W001), numpy's recursion decodes every batch, a block of
+rows at a time (with factored transitions, over their dense matrix: the same
+best scores, ties possibly chosen otherwise).
 """
 
+import importlib.util
+import warnings
 from functools import lru_cache
 from types import ModuleType
 from typing import Optional, Tuple
 
 import numpy
 
+from ..errors import Warnings
+
 # the most B * T * K * K (label pairs scored over the batch) the numpy recursion runs
 SMALL_BATCH = 2_000_000
 
 
 @lru_cache(maxsize=1)
-def _kernels() -> ModuleType:
-    from . import viterbi_kernels
-
+def _kernels() -> Optional[ModuleType]:
+    """viterbi_kernels.py, or None where Numba is not installed or cannot
+    set up its kernels (e.g. no writable cache folder: NUMBA_CACHE_DIR),
+    with W001; numpy's recursion decodes then."""
+    if importlib.util.find_spec("numba") is None:
+        return None
+    try:
+        from . import viterbi_kernels
+    except (ImportError, RuntimeError, OSError) as error:
+        warnings.warn(Warnings.W001.format(error=error), stacklevel=2)
+        return None
     return viterbi_kernels
 
 
@@ -50,9 +65,15 @@ def viterbi_decode(
     dtype = emissions.dtype
     if T == 0 or B == 0:
         return numpy.zeros((B, T), dtype=numpy.int64), numpy.zeros((B,), dtype=dtype)
-    if classes is None and B * T * K * K <= SMALL_BATCH:
-        return _numpy_viterbi(emissions, numpy.asarray(lengths, dtype=numpy.int64), transitions, start, end)
-    kernels = _kernels()
+    kernels = None if classes is None and B * T * K * K <= SMALL_BATCH else _kernels()
+    if kernels is None:  # with factored transitions, their dense matrix: the same best scores
+        lengths = numpy.asarray(lengths, dtype=numpy.int64)
+        block = max(1, SMALL_BATCH // (T * K * K))  # rows at a time: bounded memory
+        parts = [
+            _numpy_viterbi(emissions[i : i + block], lengths[i : i + block], transitions, start, end)
+            for i in range(0, B, block)
+        ]
+        return numpy.concatenate([p for p, _ in parts]), numpy.concatenate([s for _, s in parts])
     rows = numpy.ascontiguousarray(emissions).reshape(B * T, K)
     step_starts, ranks = numpy.arange(T, dtype=numpy.int64), numpy.arange(B, dtype=numpy.int64) * T
     lengths = numpy.asarray(lengths, dtype=numpy.int64)

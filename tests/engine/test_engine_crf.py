@@ -103,3 +103,36 @@ def test_nbest_in_blocks_equals_whole(monkeypatch):
     blocks = crf.nbest_decode(emissions, mask, transitions, start, end, 3)
     numpy.testing.assert_array_equal(whole[0], blocks[0])
     numpy.testing.assert_array_equal(whole[1], blocks[1])
+
+
+def test_without_numba_numpy_decodes_every_batch(monkeypatch):
+    """Numba missing or unable to set up (W001): numpy's recursion decodes
+    any batch, a block of rows at a time, with the kernel's paths."""
+    emissions, mask, lengths, transitions, start, end = batch(3)
+    monkeypatch.setattr(viterbi, "SMALL_BATCH", 0)
+    with_kernel = viterbi.viterbi_decode(emissions, lengths, transitions, start, end)
+    monkeypatch.setattr(viterbi, "_kernels", lambda: None)
+    monkeypatch.setattr(viterbi, "SMALL_BATCH", T * K * K * 2)  # two rows a block
+    without = viterbi.viterbi_decode(emissions, lengths, transitions, start, end)
+    numpy.testing.assert_array_equal(without[0], with_kernel[0])
+    numpy.testing.assert_array_equal(without[1], with_kernel[1])
+
+
+def test_a_numba_that_cannot_set_up_warns(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def failing(name, *args, **kwargs):
+        if name == "viterbi_kernels" or (args and args[2] and "viterbi_kernels" in args[2]):
+            raise RuntimeError("cannot cache function 'full_kernel': no locator available")
+        return real_import(name, *args, **kwargs)
+
+    viterbi._kernels.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", failing)
+    try:
+        with pytest.warns(UserWarning, match=r"\[W001\]"):
+            assert viterbi._kernels() is None
+    finally:
+        monkeypatch.undo()
+        viterbi._kernels.cache_clear()
