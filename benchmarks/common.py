@@ -39,7 +39,7 @@ def use_allocator(mode: str) -> str:
     frees and re-allocates large arrays every batch pays page faults for them
     again, on some passes more than others (on a 2-core Xeon, spaCy's
     tagger's median pass ran at about half its steady words/s this way,
-    crf_tagger's at about four fifths: docs/performance.md). "steady" keeps
+    crf_tagger's at about four fifths: docs/design.md). "steady" keeps
     freed memory in the process and serves blocks under 32 MiB from the heap
     (no trimming, no mmap below 32 MiB: what GLIBC_TUNABLES=
     glibc.malloc.trim_threshold=...:glibc.malloc.mmap_threshold=33554432 does

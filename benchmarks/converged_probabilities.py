@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from spacy_crf.calibration.temperature import OBJECTIVES as CALIBRATE_OBJECTIVES
+from spacy_crf.calibrate import OBJECTIVES as CALIBRATE_OBJECTIVES
 
 # spacy_crf calibrate's objectives, and "none": the pipeline as trained
 OBJECTIVES = (*CALIBRATE_OBJECTIVES, "none")
@@ -44,7 +44,7 @@ def measured_pairs(run_dir: Path, objective: str, system: str, gold_preproc: boo
     """The (pipeline, docs) pairs that measure every dev doc: the dev_score
     half first, then dev_select; for a crf_ner with an objective, each half
     by the copy calibrated on the other."""
-    from spacy_crf.calibration.temperature import calibrate
+    from spacy_crf.calibrate import calibrate
 
     select, score = halves(run_dir)
     model = run_dir / "model-best"

@@ -17,7 +17,7 @@ metrics/morph/<treebank>/table.md and prints every table.
 The second form tags DEV's sentences on their own words, one sentence per doc as
 `spacy evaluate --gold-preproc` does, and scores pos_acc, morph_acc and
 pos_morph_acc (a word is right when its UPOS and its whole feature set are)
-with crf_morphologizer's scores (spacy_crf.scorers.morph_scores), whatever
+with crf_morphologizer's scores (spacy_crf.scoring.morph_scores), whatever
 component wrote them: the same definition for crf_morphologizer and spaCy's
 morphologizer, whose own scorer has no whole-bundle accuracy.
 """
@@ -33,7 +33,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Config
 
-from spacy_crf.scorers import morph_scores
+from spacy_crf.scoring import morph_scores
 
 from .common import gold_sentences
 

@@ -149,10 +149,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     import spacy
     from spacy.training import Corpus
 
-    from spacy_crf.calibration.temperature import GoldScores, crf_tagger_name
+    from spacy_crf.calibrate import GoldScores, crf_component_name
 
     nlp = spacy.load(args.model)
-    name = crf_tagger_name(nlp, args.component)
+    name = crf_component_name(nlp, args.component)
     examples = list(Corpus(args.dev, gold_preproc=args.gold_preproc)(nlp))
     scores = GoldScores(nlp, name, examples)
     stored = nlp.get_pipe(name).temperature

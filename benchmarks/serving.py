@@ -193,8 +193,8 @@ def size(args: argparse.Namespace) -> None:
     _merge(args.output, "size_mb", result)
 
 
-def table(args: argparse.Namespace) -> None:
-    results = json.loads(args.output.read_text())
+def render_table(results: Dict[str, Any]) -> str:
+    """The Markdown table of the benchmarks page's "Serving" section."""
     lines = ["| Measure | System | Value |", "| --- | --- | --- |"]
     for name, mb in results.get("size_mb", {}).items():
         lines.append(f"| site-packages | {name} | {mb:,.0f} MB |")
@@ -211,7 +211,11 @@ def table(args: argparse.Namespace) -> None:
             f"| torch-free vs torch engine ({value['corpus']}, {value['tokens']:,} tokens) | {name} | "
             f"{value['different_tokens']} tokens differ; marginals within {value['max_marginal_difference']:.1e} |"
         )
-    print("\n".join(lines))
+    return "\n".join(lines)
+
+
+def table(args: argparse.Namespace) -> None:
+    print(render_table(json.loads(args.output.read_text())))
 
 
 def main(argv: List[str]) -> None:

@@ -7,7 +7,11 @@ With `--max-steps 0` (the project's default) the config's own budget is
 trained. With N > 0, `[training] max_steps` becomes N and so does the
 schedule's `total_steps` when the config's learning rate has one, so that a
 shorter (or longer) run still decays its learning rate to the end instead of
-stopping half-way or idling at zero. Every other override is passed to
+stopping half-way or idling at zero; and where N is not a multiple of
+`eval_frequency`, that becomes the largest divisor of N below it, so that
+the last step is evaluated (and can be model-best) whatever N is: 40 steps
+of a config that evaluates every 500 evaluate at step 40, not at step 0
+only. Every other override is passed to
 `spacy train` as given and wins over the budget's. The training is spaCy's
 own (`spacy.cli.train.train`), in this process.
 
@@ -36,6 +40,9 @@ def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
     learn_rate = config["training"].get("optimizer", {}).get("learn_rate")
     if isinstance(learn_rate, dict) and "total_steps" in learn_rate:
         overrides["training.optimizer.learn_rate.total_steps"] = max_steps
+    eval_frequency = config["training"].get("eval_frequency", 200)  # spaCy's default
+    if isinstance(eval_frequency, int) and eval_frequency > 0 and max_steps % eval_frequency:
+        overrides["training.eval_frequency"] = max(d for d in range(1, eval_frequency + 1) if max_steps % d == 0)
     return overrides
 
 

@@ -5,7 +5,7 @@ the rows of a batch side by side, and the more rows it has, the less a token
 costs, so 256 docs of one sentence (about 3,000 to 4,000 tokens) are tagged
 more slowly per token than a batch of many more tokens: `configs/cpu.cfg`
 tagged the sentences of EWT train 1.29x as fast with batches grown to 32,768
-tokens (docs/performance.md, "Batches of short docs"). Batches are therefore
+tokens (docs/design.md; `python -m benchmarks.batch_words`). Batches are therefore
 grown by whole docs until they also hold enough tokens.
 """
 

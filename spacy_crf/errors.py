@@ -1,8 +1,10 @@
 """Coded error messages, in spaCy's style: `raise ValueError(Errors.E002.format(...))`."""
 
 # Codes no longer raised (never reused): one per setting, until every
-# component setting was checked by its declaration (E039).
-RETIRED = ("E001", "E004", "E015", "E018", "E021", "E031", "E032")
+# component setting was checked by its declaration (E039); E040, an unknown
+# setting, since the components take their settings as named arguments
+# (spaCy's config validation names an unknown key first).
+RETIRED = ("E001", "E004", "E015", "E018", "E021", "E031", "E032", "E040")
 
 
 class ErrorsWithCodes(type):
@@ -36,11 +38,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "labels have a POS feature). Valid tags: {options}."
     )
     E003 = (
-        "The gold data for component '{name}' has the label '{label}', which "
-        "is not among its {n_labels} labels. Initialize the component on data "
-        "that contains every label (or pass them all with `labels=`, e.g. from "
-        "`spacy init labels`), add it with `add_label`, or set "
-        "`learn_new_labels = true` to add it as it comes."
+        "The gold data for component '{name}' has the {kind} '{label}', which "
+        "is not among its {n_labels} {kind}s. Initialize the component on data "
+        "that contains every {kind} (or pass them all with `labels=`, e.g. from "
+        "`spacy init labels`), add it with `add_label`, or set the component's "
+        "`learn_new_labels` to add it as it comes (in `spacy train`, for a "
+        "sourced component: the callback spacy_crf.learn_new_labels.v1 in "
+        "[initialize.before_init])."
     )
     E005 = (
         "Component '{name}' found no labels for target '{target}' in the "
@@ -53,7 +57,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E007 = (
         "Could not load the model of component '{name}': {reason}. The file is "
-        "corrupt, truncated or not a crf_tagger model; the component was left "
+        "corrupt, truncated or not a spacy-crf model; the component was left "
         "unchanged."
     )
     E008 = (
@@ -81,7 +85,7 @@ class Errors(metaclass=ErrorsWithCodes):
     E016 = (
         "The embedding's known-word list (min_count={min_count}) was never "
         "counted: it is counted when the model is initialized (over the "
-        "training data by crf_tagger.initialize). Call `nlp.initialize()` "
+        "training data by the component's initialize). Call `nlp.initialize()` "
         "before using the spacy_crf.HashCharEmbed.v2 layer, or set min_count = 0."
     )
     E017 = (
@@ -164,7 +168,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "adds the scheme's tags for each itself."
     )
     E039 = "Component '{name}' was given {setting} = {value!r}: expected {allowed}."
-    E040 = "Component '{name}' has no setting '{setting}': its settings are {options} (and model, scorer)."
     E041 = "{architecture} was given {setting} = {value!r}: expected {allowed}. The model was not built."
     E042 = "Cannot resume this training: {reason}."
     E050 = (
@@ -177,6 +180,17 @@ class Errors(metaclass=ErrorsWithCodes):
         "read, and torch is not installed. Re-save the pipeline once where torch is installed, to the "
         "torch-free format: python -c \"import spacy; spacy.load('PIPELINE').to_disk('OUTPUT')\" "
         "(or install torch: {extra})."
+    )
+    E060 = (
+        "Component '{name}' reads static vectors (include_static_vectors = true), "
+        "but the pipeline's vocab has none. Load them first: [initialize] vectors "
+        "in the config (`spacy train --paths.vectors`), or nlp.vocab.vectors before "
+        "initialize; or set include_static_vectors = false."
+    )
+    E061 = (
+        "spacy_crf.learn_new_labels.v1 was given the component '{component}': "
+        "{reason}. It takes the names of spacy-crf components of the pipeline "
+        "({options})."
     )
 
 

@@ -1,7 +1,7 @@
 """How far the component's probabilities can be trusted: metrics.py measures
-them (ECE, Brier score, reliability bins), scores.py adds those measures to a
-scorer's output, temperature.py fits the temperature that calibrates them
-(`python -m spacy_crf calibrate`)."""
+them (ECE, Brier score, reliability bins), temperature.py fits the
+temperature that calibrates them (the job that loads and saves a pipeline
+for it, `python -m spacy_crf calibrate`, is `spacy_crf.calibrate`)."""
 
 from .metrics import (
     N_BINS,

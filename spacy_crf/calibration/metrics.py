@@ -15,7 +15,7 @@ Bin b of n holds (b / n, (b + 1) / n], and bin 0 holds p = 0 too (Guo et al.
 
 The metrics are pure numpy. `token_outcomes` and `entity_outcomes` say which
 predictions of a doc were right against an Example's gold annotation (the
-scorer and `spacy_crf.calibration.temperature` use them); no torch here.
+scorers and the calibration job `spacy_crf.calibrate` use them); no torch here.
 """
 
 from dataclasses import dataclass

@@ -49,7 +49,7 @@ from ..ml import (
 from ..targets import UPOS_TAGS, Target, allowed_transitions, growth_plan, label_classes, label_parts
 from ..threads import in_torch_threads
 from .saving import SavingMixin, checked_temperature
-from .settings import BATCH_WORDS, QUANTIZE, Setting, check_setting, checked_settings
+from .settings import BATCH_WORDS, LEARN_NEW_LABELS, QUANTIZE, THREADS, Setting, check_setting, checked_cfg
 from .training import TrainingMixin
 
 if not Token.has_extension("crf_confidence"):
@@ -79,10 +79,6 @@ class CRFPrediction(NamedTuple):
     candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
 
 
-# `scorer` not given: the component's default scorer (None means no scorer)
-DEFAULT_SCORER: Any = object()
-
-
 class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     """A pipeline component whose output layer is a linear-chain CRF.
 
@@ -93,46 +89,55 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
     """
 
     TARGETS: Mapping[str, Target] = {}
-    # the component's settings (settings.py): checked when it is built
+    # the component's settings (settings.py), for the docs and the factory's defaults
     SETTINGS: Tuple[Setting, ...] = ()
-    # the factory's name (the default component name) and default scorer
+    # the factory's name (the default component name)
     FACTORY = ""
-    SCORER: Optional[Callable] = None
+    # what a user calls one of `labels`, in messages
+    LABEL_KIND = "label"
 
     def __init__(
         self,
         vocab: Vocab,
         model: Model[List[Doc], CRFBatch],
-        name: Optional[str] = None,
+        name: str,
         *,
-        scorer: Optional[Callable] = DEFAULT_SCORER,
-        **settings: Any,
+        scorer: Optional[Callable],
+        cfg: Dict[str, Any],
+        threads: int,
+        quantize: str,
+        learn_new_labels: bool,
     ) -> None:
-        """Initialize the component with its settings (`SETTINGS`, each
-        checked: E039; a missing one takes its default). name: the factory's
-        by default; scorer: the factory's by default, None for none."""
-        name = name or self.FACTORY
-        settings = checked_settings(self.SETTINGS, settings, name)
-        if scorer is DEFAULT_SCORER:
-            scorer = type(self).SCORER
+        """Initialize the component: a subclass passes each of its settings
+        (`SETTINGS`), every one checked (E039).
+
+        vocab (Vocab): the pipeline's vocab.
+        model (Model[List[Doc], CRFBatch]): the network.
+        name (str): the component's name.
+        scorer (Optional[Callable]): the scorer; None for none.
+        cfg (Dict[str, Any]): the settings held in cfg (`Setting.in_cfg`), by name.
+        threads (int): see `THREADS`.
+        quantize (str): see `QUANTIZE`.
+        learn_new_labels (bool): see `LEARN_NEW_LABELS`.
+        """
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
         # the model as nlp.resume_training() found it, for `rehearse`
         self._rehearsal_model: Optional[Model] = None
-        # run-time settings: on the component (and in the pipeline's config.cfg), not in cfg
-        for setting in self.SETTINGS:
-            if not setting.saved:
-                setattr(self, setting.name, settings.pop(setting.name))
-        cfg: Dict[str, Any] = {
+        # the settings that are attributes (in the pipeline's config.cfg, not in cfg)
+        self.threads: int = check_setting(THREADS, threads, name)
+        self.learn_new_labels: bool = check_setting(LEARN_NEW_LABELS, learn_new_labels, name)
+        self.quantize = quantize  # a property: checked (E039, E027) and set on the network
+        cfg = {
             "labels": [],
             "target": next(iter(self.TARGETS)),
             # learned after training, like the labels: see `temperature`
             "temperature": 1.0,
             # whether an optimizer ever updated the weights (finish_update)
             "trained": False,
-            **settings,
+            **checked_cfg(self.SETTINGS, cfg, name),
         }
         self.cfg = dict(sorted(cfg.items()))
 
@@ -178,7 +183,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
 
         RETURNS (float): tau > 0; 1.0, the model's own probabilities, by default.
         """
-        return float(self.cfg.get("temperature", 1.0))
+        return float(self.cfg["temperature"])
 
     @temperature.setter
     def temperature(self, value: float) -> None:
@@ -237,6 +242,17 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         )
         set_constraints(self.model, self._constraint_masks())
 
+    def _unknown_label_error(self, tag: str) -> str:
+        """E003 for a gold label the component does not have, in the terms
+        of `labels` (crf_ner: the entity type of a tag, and how many types)."""
+        return Errors.E003.format(
+            name=self.name, kind=self.LABEL_KIND, label=self._label_of_tag(tag), n_labels=len(self.labels)
+        )
+
+    def _label_of_tag(self, tag: str) -> str:
+        """The label of `labels` that a CRF label belongs to (itself here)."""
+        return tag
+
     def _check_label(self, label: str) -> None:
         if not self.target.accepts(label):
             raise ValueError(Errors.E002.format(label=label, name=self.name, options=UPOS_TAGS))
@@ -293,6 +309,8 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         if (parts is None or not any(parts)) and uses_label_parts(self.model):
             raise ValueError(Errors.E029.format(name=self.name, target=self.cfg["target"]))
         set_label_parts(self.model, parts)
+        if any(node.name == "static_vectors" for node in self.model.walk()) and not self.vocab.vectors.shape[0]:
+            raise ValueError(Errors.E060.format(name=self.name))
         self.model.get_ref("output_layer").set_dim("nO", len(self.tags), force=True)
         self.model.initialize(X=doc_sample)
         set_constraints(self.model, masks)
@@ -362,7 +380,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
 
     def _decode(self, scores: DocScores) -> CRFPrediction:
         """The prediction of the docs' scores."""
-        if self.cfg.get("store_confidence"):
+        if self.cfg["store_confidence"]:
             return CRFPrediction(*scores.decode_with_confidence())
         return CRFPrediction(scores.decode())
 
@@ -426,7 +444,7 @@ class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
         return DocScores(
             self.model,
             list(docs),
-            window=self.cfg.get("window") or 0,
+            window=self.cfg["window"],
             temperature=self.temperature if temperature is None else temperature,
-            by_sentence=bool(self.cfg.get("by_sentence", False)),
+            by_sentence=self.cfg["by_sentence"],
         )

@@ -7,15 +7,34 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Uni
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
+from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..errors import Errors, Warnings
 from ..ml import CRFBatch, DocScores
-from ..scorers import ner_score
+from ..scoring import ner_score
 from ..targets import ENTITY_SCHEMES, EntityTarget
 from .base import CRFComponent, CRFPrediction
 from .defaults import default_model
-from .settings import ENTITY_RECOGNIZER, defaults, documented, factory_settings
+from .settings import (
+    BATCH_WORDS,
+    BY_SENTENCE,
+    CANDIDATES_KEY,
+    CANDIDATES_THRESHOLD,
+    ENTITY_RECOGNIZER_OVERWRITE,
+    ENTITY_RECOGNIZER_SETTINGS,
+    INCORRECT_SPANS_KEY,
+    LEARN_NEW_LABELS,
+    QUANTIZE,
+    SCHEME,
+    STORE_CONFIDENCE,
+    STORE_ENTITY_PROBS,
+    THREADS,
+    THRESHOLD,
+    WINDOW,
+    defaults,
+    documented,
+)
 from .training import RejectedSpans
 
 if not Span.has_extension("crf_prob"):
@@ -29,12 +48,12 @@ DEFAULT_NER_MODEL = default_model(transitions="full", emissions="full", nC=8, wo
     assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
     default_config={
         "model": DEFAULT_NER_MODEL,
-        **defaults(ENTITY_RECOGNIZER),
+        **defaults(ENTITY_RECOGNIZER_SETTINGS),
         "scorer": {"@scorers": "spacy_crf.ner_scorer.v1"},
     },
     default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
 )
-@documented(ENTITY_RECOGNIZER)
+@documented(ENTITY_RECOGNIZER_SETTINGS)
 def make_crf_ner(
     nlp: Language,
     name: str,
@@ -61,7 +80,26 @@ def make_crf_ner(
     scorer: `spacy_crf.ner_scorer.v1`: ents_p, ents_r, ents_f and ents_per_type
         (and ents_prob_ece/_brier with store_entity_probs).
     """
-    return CRFEntityRecognizer(nlp.vocab, model, name, scorer=scorer, **factory_settings(ENTITY_RECOGNIZER, locals()))
+    return CRFEntityRecognizer(
+        nlp.vocab,
+        model,
+        name,
+        scheme=scheme,
+        incorrect_spans_key=incorrect_spans_key,
+        store_entity_probs=store_entity_probs,
+        threshold=threshold,
+        candidates_key=candidates_key,
+        candidates_threshold=candidates_threshold,
+        overwrite=overwrite,
+        window=window,
+        by_sentence=by_sentence,
+        batch_words=batch_words,
+        store_confidence=store_confidence,
+        threads=threads,
+        quantize=quantize,
+        learn_new_labels=learn_new_labels,
+        scorer=scorer,
+    )
 
 
 class CRFEntityRecognizer(CRFComponent):
@@ -70,8 +108,57 @@ class CRFEntityRecognizer(CRFComponent):
 
     TARGETS = {"ents": EntityTarget("BILUO")}
     FACTORY = "crf_ner"
-    SCORER = staticmethod(ner_score)
-    SETTINGS = ENTITY_RECOGNIZER
+    LABEL_KIND = "entity type"
+    SETTINGS = ENTITY_RECOGNIZER_SETTINGS
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], CRFBatch],
+        name: str = "crf_ner",
+        *,
+        scheme: str = SCHEME.default,
+        incorrect_spans_key: Optional[str] = INCORRECT_SPANS_KEY.default,
+        store_entity_probs: bool = STORE_ENTITY_PROBS.default,
+        threshold: float = THRESHOLD.default,
+        candidates_key: Optional[str] = CANDIDATES_KEY.default,
+        candidates_threshold: float = CANDIDATES_THRESHOLD.default,
+        overwrite: bool = ENTITY_RECOGNIZER_OVERWRITE.default,
+        window: int = WINDOW.default,
+        by_sentence: bool = BY_SENTENCE.default,
+        batch_words: int = BATCH_WORDS.default,
+        store_confidence: bool = STORE_CONFIDENCE.default,
+        threads: int = THREADS.default,
+        quantize: str = QUANTIZE.default,
+        learn_new_labels: bool = LEARN_NEW_LABELS.default,
+        scorer: Optional[Callable] = ner_score,
+    ) -> None:
+        """Initialize a CRFEntityRecognizer; each setting is described in
+        settings.py (`ENTITY_RECOGNIZER_SETTINGS`) and checked (E039).
+        scorer: None for none."""
+        super().__init__(
+            vocab,
+            model,
+            name,
+            scorer=scorer,
+            cfg={
+                "scheme": scheme,
+                "incorrect_spans_key": incorrect_spans_key,
+                "store_entity_probs": store_entity_probs,
+                "threshold": threshold,
+                "candidates_key": candidates_key,
+                "candidates_threshold": candidates_threshold,
+                "overwrite": overwrite,
+                "window": window,
+                "by_sentence": by_sentence,
+                "batch_words": batch_words,
+                "store_confidence": store_confidence,
+            },
+            threads=threads,
+            quantize=quantize,
+            learn_new_labels=learn_new_labels,
+        )
+
     # the target of each scheme: the cfg's "scheme" chooses
     SCHEME_TARGETS = {scheme: EntityTarget(scheme) for scheme in ENTITY_SCHEMES}
 
@@ -104,6 +191,10 @@ class CRFEntityRecognizer(CRFComponent):
             )
         return super().add_label(label)
 
+    def _label_of_tag(self, tag: str) -> str:
+        """The entity type of a tag of the scheme ("B-ORG": "ORG")."""
+        return tag.partition("-")[2] or tag
+
     def _initialize_without_labels(self) -> None:
         """No entity type: the CRF has the one tag "O" and writes no entity,
         as spaCy's ner initialized without labels (W004)."""
@@ -117,19 +208,19 @@ class CRFEntityRecognizer(CRFComponent):
     def _asks_spans(self) -> bool:
         """Whether prediction computes entity span posteriors."""
         cfg = self.cfg
-        return bool(cfg.get("store_entity_probs") or cfg.get("threshold") or cfg.get("candidates_key") is not None)
+        return bool(cfg["store_entity_probs"] or cfg["threshold"] or cfg["candidates_key"] is not None)
 
     def _decode(self, scores: DocScores) -> CRFPrediction:
         """Viterbi ids with the decoded entities' posteriors and the
         candidate spans where asked, from one model pass; entities below
         the threshold become "O"."""
-        if not self.cfg.get("trained", True):  # initialized, never updated: no entities, as spaCy's ner
+        if not self.cfg["trained"]:  # initialized, never updated: no entities, as spaCy's ner
             outside = self.tags.index("O")
             ids = [numpy.full(len(doc), outside, dtype="int64") for doc in scores.docs]
             no_entities: Optional[List[List[Tuple[int, int, str]]]] = [[] for _ in ids] if self._asks_spans else None
             no_probs = [numpy.zeros(0, dtype="float32") for _ in ids] if self._asks_spans else None
             found: Optional[List[List[Tuple[int, int, str, float]]]] = (
-                [[] for _ in ids] if self.cfg.get("candidates_key") is not None else None
+                [[] for _ in ids] if self.cfg["candidates_key"] is not None else None
             )
             return CRFPrediction(ids, None, no_entities, no_probs, found)
         if not self._asks_spans:
@@ -142,14 +233,14 @@ class CRFEntityRecognizer(CRFComponent):
             offsets = target.offsets([labels[i] for i in path.tolist()])
             return [(start, end, type_ids[kind]) for start, end, kind in offsets]
 
-        key = self.cfg.get("candidates_key")
+        key = self.cfg["candidates_key"]
         ids, confidences, spans, probs = scores.decode_with_spans(
             patterns,
             path_spans,
-            confidence=bool(self.cfg.get("store_confidence")),
+            confidence=self.cfg["store_confidence"],
             threshold=self.cfg["candidates_threshold"] if key is not None else None,
         )
-        least = self.cfg.get("threshold") or 0.0
+        least = self.cfg["threshold"]
         outside = labels.index("O")
         entities, entity_probs, dropped = [], [], []
         for i, (doc_spans, doc_probs) in enumerate(zip(spans, probs)):
@@ -183,7 +274,7 @@ class CRFEntityRecognizer(CRFComponent):
         if not isinstance(prediction, CRFPrediction):
             prediction = CRFPrediction(list(prediction))
         super().set_annotations(docs, prediction)
-        if prediction.entity_probs is not None and self.cfg.get("store_entity_probs"):
+        if prediction.entity_probs is not None and self.cfg["store_entity_probs"]:
             assert prediction.entities is not None  # predict gives entity_probs with the entities
             for doc, entities, probs in zip(docs, prediction.entities, prediction.entity_probs):
                 by_span = dict(zip(entities, probs.tolist()))
@@ -191,7 +282,7 @@ class CRFEntityRecognizer(CRFComponent):
                     prob = by_span.get((ent.start, ent.end, ent.label_))
                     if prob is not None:
                         ent._.crf_prob = prob
-        key = self.cfg.get("candidates_key")
+        key = self.cfg["candidates_key"]
         if prediction.candidates is not None and key is not None:
             for doc, candidates in zip(docs, prediction.candidates):
                 spans = [Span(doc, start, end, label=label) for start, end, label, _ in candidates]
@@ -205,7 +296,7 @@ class CRFEntityRecognizer(CRFComponent):
         contradiction: the gold wins), that does not align, or whose label is
         not an entity type of the component is left out. (None, None) without
         the setting."""
-        key = self.cfg.get("incorrect_spans_key")
+        key = self.cfg["incorrect_spans_key"]
         if key is None:
             return None, None
         types, patterns = self.target.span_patterns(self.tags)

@@ -29,7 +29,7 @@ LEARNED_KEYS = ("labels", "target", "temperature", "trained")
 # The settings that releases up to 1.0 saved in cfg too (with the names of
 # 0.x): loading reads past them and keeps the values the component was built
 # with (the pipeline's config, overrides included).
-RUN_SETTINGS = (
+SETTINGS_SAVED_UP_TO_1_0 = (
     "overwrite",
     "window",
     "by_sentence",
@@ -53,7 +53,7 @@ PENDING_CFG = "cfg.next"
 # The cfg keys that only spacy-crf 1.0 and later write, always with a checksum.
 KEYS_SINCE_1_0 = ("batch_words", "by_sentence", "trained")
 # Every cfg key any release has written (0.1.0's input_width included).
-SAVED_KEYS = frozenset(RUN_SETTINGS) | set(LEARNED_KEYS) | {"input_width", CHECKSUM}
+SAVED_KEYS = frozenset(SETTINGS_SAVED_UP_TO_1_0) | set(LEARNED_KEYS) | {"input_width", CHECKSUM}
 
 
 # The temperatures a component takes: beyond them float32 scores lose the
@@ -253,7 +253,7 @@ class SavingMixin:
             if cfg is not None:
                 # saved before spacy-crf had temperatures: the model's own probabilities;
                 # before it saved "trained": trained (pipelines were saved after training)
-                learned = {key: value for key, value in cfg.items() if key not in RUN_SETTINGS}
+                learned = {key: value for key, value in cfg.items() if key not in SETTINGS_SAVED_UP_TO_1_0}
                 self.cfg.update({"temperature": 1.0, "trained": True, **learned})
                 self.cfg.pop("input_width", None)  # saved by spacy-crf 0.1.0
             if msg is not None:

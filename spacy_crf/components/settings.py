@@ -21,8 +21,9 @@ class Setting:
     allowed (str): the values it takes, for people ("a whole number >= 0").
     check (Callable[[Any], bool]): whether a value is allowed.
     description (str): what it does, in one or two sentences.
-    saved (bool): kept in the component's cfg (False: a run-time setting
-        held on the component, such as threads).
+    in_cfg (bool): held in the component's cfg (False: an attribute of the
+        component, such as threads). Either way the pipeline's config.cfg
+        keeps it; the component's saved cfg does not (see saving.py).
     """
 
     name: str
@@ -30,7 +31,7 @@ class Setting:
     allowed: str
     check: Callable[[Any], bool]
     description: str
-    saved: bool = True
+    in_cfg: bool = True
 
 
 def _is_bool(value: Any) -> bool:
@@ -97,7 +98,7 @@ THREADS = Setting(
     "CPU threads of the component's torch work; 0 (auto) is one thread unless the process chose a count "
     "(OMP_NUM_THREADS, MKL_NUM_THREADS or torch.set_num_threads); training under a transformer keeps the "
     "process's count.",
-    saved=False,
+    in_cfg=False,
 )
 QUANTIZE = Setting(
     "quantize",
@@ -105,7 +106,7 @@ QUANTIZE = Setting(
     *_one_of(QUANTIZE_MODES),
     '"int8" predicts on the CPU with an int8 copy of the LSTM and linear layers, "bf16" with a bfloat16 '
     "copy; training, saving and the GPU use the float32 network.",
-    saved=False,
+    in_cfg=False,
 )
 LEARN_NEW_LABELS = Setting(
     "learn_new_labels",
@@ -113,116 +114,149 @@ LEARN_NEW_LABELS = Setting(
     *BOOLEAN,
     "Training a trained component (fine-tuning, `resume_training`) on a gold label it does not have adds "
     "the label, as `add_label` does, and learns it; false raises E003 there.",
-    saved=False,
+    in_cfg=False,
 )
 # what every component has, after its own settings
 COMMON = (OVERWRITE, WINDOW, BY_SENTENCE, BATCH_WORDS, STORE_CONFIDENCE, THREADS, QUANTIZE, LEARN_NEW_LABELS)
 
-TAGGER: Tuple[Setting, ...] = (
-    Setting(
-        "target",
-        "tag",
-        *_one_of(TOKEN_TARGETS),
-        '"tag" writes token.tag_, "pos" token.pos_ (UPOS), "tag+pos" both, from one CRF over the (tag, pos) '
-        'pairs of the training data ("NNS|NOUN").',
-    ),
-    Setting(
-        "constraints",
-        "none",
-        *_one_of(SCHEMES),
-        'A tag scheme whose invalid transitions get probability exactly 0, for chunk tags such as "B-NP"; '
-        '"none" allows every transition.',
-    ),
-    *COMMON,
+TAGGER_TARGET = Setting(
+    "target",
+    "tag",
+    *_one_of(TOKEN_TARGETS),
+    '"tag" writes token.tag_, "pos" token.pos_ (UPOS), "tag+pos" both, from one CRF over the (tag, pos) '
+    'pairs of the training data ("NNS|NOUN").',
 )
-
-MORPHOLOGIZER: Tuple[Setting, ...] = (
-    Setting(
-        "target",
-        "pos+morph",
-        *_one_of(MORPH_TARGETS),
-        '"pos+morph" writes token.pos_ and token.morph from one CRF over the bundles of the training data '
-        '("Case=Nom|Number=Plur|POS=NOUN", spaCy\'s morphologizer labels); "morph" token.morph only; '
-        '"tag+pos+morph" token.tag_ as well, one label per (tag, bundle) (UDPipe\'s AllTags).',
-    ),
-    Setting(
-        "overwrite",
-        True,
-        *BOOLEAN,
-        "Replace the POS and features a doc already has (spaCy's morphologizer's default); false writes "
-        "only where they are unset.",
-    ),
-    Setting(
-        "extend",
-        False,
-        *BOOLEAN,
-        "Merge the predicted features into those a token already has instead of replacing them: the "
-        "predicted value wins where both set a feature with overwrite, the token's own without it "
-        "(spaCy's morphologizer's extend).",
-    ),
-    Setting(
-        "label_smoothing",
-        0.0,
-        "0.0 only: the CRF's loss is the likelihood of whole label sequences, with no "
-        "per-token target distribution to smooth (spaCy's morphologizer's key, accepted so its configs load)",
-        lambda value: _is_number(value) and value == 0.0,
-        "spaCy's morphologizer's label smoothing, which a CRF has no place for.",
-        saved=False,
-    ),
-    *[setting for setting in COMMON if setting.name != "overwrite"],
+CONSTRAINTS = Setting(
+    "constraints",
+    "none",
+    *_one_of(SCHEMES),
+    'A tag scheme whose invalid transitions get probability exactly 0, for chunk tags such as "B-NP"; '
+    '"none" allows every transition.',
 )
+TAGGER_SETTINGS: Tuple[Setting, ...] = (TAGGER_TARGET, CONSTRAINTS, *COMMON)
 
-ENTITY_RECOGNIZER: Tuple[Setting, ...] = (
+# 0.x's entity settings of crf_tagger (now crf_ner's): deprecated. spaCy's
+# config validation refuses a key that the factory's signature lacks, so
+# crf_tagger's factory still declares them for the configs and pipelines of
+# 0.x and 1.0 that hold them; any but its default builds a crf_ner (W003).
+TAGGER_0X_SETTINGS: Tuple[Setting, ...] = (
+    Setting("store_entity_probs", False, *BOOLEAN, "Deprecated: crf_ner's store_entity_probs."),
     Setting(
-        "scheme",
-        "BILUO",
-        *_one_of(ENTITY_SCHEMES),
-        "The tag scheme of the entities. Its invalid transitions get probability exactly 0, so every "
-        "decoded path makes valid spans.",
-    ),
-    Setting(
-        "incorrect_spans_key",
-        None,
-        *KEY,
-        "In training, the spans in the reference doc's doc.spans[key] are known not to be entities of "
-        "their label (an annotator's rejections, as for spaCy's ner): the paths that contain one are left "
-        "out of the gold sum.",
-    ),
-    Setting(
-        "store_entity_probs",
-        False,
-        *BOOLEAN,
-        "Write each entity's exact posterior probability (the sum over every tag path that makes exactly "
-        "that span) to span._.crf_prob of doc.ents.",
-    ),
-    Setting(
-        "threshold",
+        "ents_threshold",
         0.0,
         "a probability from 0 to 1",
         lambda value: _is_number(value) and 0.0 <= value <= 1.0,
-        "Write only the decoded entities whose posterior is at least this (0: all of them).",
+        "Deprecated: crf_ner's threshold.",
     ),
-    Setting(
-        "candidates_key",
-        None,
-        *KEY,
-        "Store every span whose posterior is at least candidates_threshold, decoded or not, as a "
-        'SpanGroup in doc.spans[key] with attrs["scores"]; null: no candidates.',
-    ),
+    Setting("candidates_key", None, *KEY, "Deprecated: crf_ner's candidates_key."),
     Setting(
         "candidates_threshold",
         0.5,
         "a probability above 0, at most 1",
         lambda value: _is_number(value) and 0.0 < value <= 1.0,
-        "The least posterior of a candidate span.",
+        "Deprecated: crf_ner's candidates_threshold.",
     ),
-    Setting(
-        "overwrite",
-        False,
-        *BOOLEAN,
-        "Replace the entities a doc already has (else only entities that overlap none of them are added).",
-    ),
-    *[setting for setting in COMMON if setting.name != "overwrite"],
+    Setting("incorrect_spans_key", None, *KEY, "Deprecated: crf_ner's incorrect_spans_key."),
+)
+
+MORPHOLOGIZER_TARGET = Setting(
+    "target",
+    "pos+morph",
+    *_one_of(MORPH_TARGETS),
+    '"pos+morph" writes token.pos_ and token.morph from one CRF over the bundles of the training data '
+    '("Case=Nom|Number=Plur|POS=NOUN", spaCy\'s morphologizer labels); "morph" token.morph only; '
+    '"tag+pos+morph" token.tag_ as well, one label per (tag, bundle) (UDPipe\'s AllTags).',
+)
+MORPHOLOGIZER_OVERWRITE = Setting(
+    "overwrite",
+    True,
+    *BOOLEAN,
+    "Replace the POS and features a doc already has (spaCy's morphologizer's default); false writes "
+    "only where they are unset.",
+)
+EXTEND = Setting(
+    "extend",
+    False,
+    *BOOLEAN,
+    "Merge the predicted features into those a token already has instead of replacing them: the "
+    "predicted value wins where both set a feature with overwrite, the token's own without it "
+    "(spaCy's morphologizer's extend).",
+)
+LABEL_SMOOTHING = Setting(
+    "label_smoothing",
+    0.0,
+    "0.0 only: the CRF's loss is the likelihood of whole label sequences, with no "
+    "per-token target distribution to smooth (spaCy's morphologizer's key, accepted so its configs load)",
+    lambda value: _is_number(value) and value == 0.0,
+    "spaCy's morphologizer's label smoothing, which a CRF has no place for.",
+    in_cfg=False,
+)
+MORPHOLOGIZER_SETTINGS: Tuple[Setting, ...] = (
+    MORPHOLOGIZER_TARGET,
+    MORPHOLOGIZER_OVERWRITE,
+    EXTEND,
+    LABEL_SMOOTHING,
+    *[setting for setting in COMMON if setting is not OVERWRITE],
+)
+
+SCHEME = Setting(
+    "scheme",
+    "BILUO",
+    *_one_of(ENTITY_SCHEMES),
+    "The tag scheme of the entities. Its invalid transitions get probability exactly 0, so every "
+    "decoded path makes valid spans.",
+)
+INCORRECT_SPANS_KEY = Setting(
+    "incorrect_spans_key",
+    None,
+    *KEY,
+    "In training, the spans in the reference doc's doc.spans[key] are known not to be entities of "
+    "their label (an annotator's rejections, as for spaCy's ner): the paths that contain one are left "
+    "out of the gold sum.",
+)
+STORE_ENTITY_PROBS = Setting(
+    "store_entity_probs",
+    False,
+    *BOOLEAN,
+    "Write each entity's exact posterior probability (the sum over every tag path that makes exactly "
+    "that span) to span._.crf_prob of doc.ents.",
+)
+THRESHOLD = Setting(
+    "threshold",
+    0.0,
+    "a probability from 0 to 1",
+    lambda value: _is_number(value) and 0.0 <= value <= 1.0,
+    "Write only the decoded entities whose posterior is at least this (0: all of them).",
+)
+CANDIDATES_KEY = Setting(
+    "candidates_key",
+    None,
+    *KEY,
+    "Store every span whose posterior is at least candidates_threshold, decoded or not, as a "
+    'SpanGroup in doc.spans[key] with attrs["scores"]; null: no candidates.',
+)
+CANDIDATES_THRESHOLD = Setting(
+    "candidates_threshold",
+    0.5,
+    "a probability above 0, at most 1",
+    lambda value: _is_number(value) and 0.0 < value <= 1.0,
+    "The least posterior of a candidate span.",
+)
+ENTITY_RECOGNIZER_OVERWRITE = Setting(
+    "overwrite",
+    False,
+    *BOOLEAN,
+    "Replace the entities a doc already has (else only entities that overlap none of them are added).",
+)
+ENTITY_RECOGNIZER_SETTINGS: Tuple[Setting, ...] = (
+    SCHEME,
+    INCORRECT_SPANS_KEY,
+    STORE_ENTITY_PROBS,
+    THRESHOLD,
+    CANDIDATES_KEY,
+    CANDIDATES_THRESHOLD,
+    ENTITY_RECOGNIZER_OVERWRITE,
+    *[setting for setting in COMMON if setting is not OVERWRITE],
 )
 
 
@@ -239,19 +273,13 @@ def check_setting(setting: Setting, value: Any, name: str) -> Any:
     return value
 
 
-def checked_settings(settings: Iterable[Setting], given: Mapping[str, Any], name: str) -> Dict[str, Any]:
-    """Every setting's value, checked (E039): the given one, else its
-    default; a name not declared is refused too."""
-    declared = {setting.name: setting for setting in settings}
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        raise ValueError(Errors.E040.format(name=name, setting=unknown[0], options=", ".join(declared)))
-    return {key: check_setting(setting, given.get(key, setting.default), name) for key, setting in declared.items()}
-
-
-def factory_settings(settings: Iterable[Setting], arguments: Mapping[str, Any]) -> Dict[str, Any]:
-    """The settings among a factory's arguments (its `locals()`), by name."""
-    return {setting.name: arguments[setting.name] for setting in settings}
+def checked_cfg(settings: Iterable[Setting], values: Mapping[str, Any], name: str) -> Dict[str, Any]:
+    """The values of the settings held in cfg (`in_cfg`), each checked
+    (E039): a component's cfg settings, all of them and no other."""
+    held = {setting.name: setting for setting in settings if setting.in_cfg}
+    if set(values) != set(held):
+        raise TypeError(f"component '{name}': cfg settings {sorted(values)}, expected {sorted(held)}")
+    return {key: check_setting(setting, values[key], name) for key, setting in held.items()}
 
 
 def documented(settings: Iterable[Setting]) -> Callable[[Callable], Callable]:

@@ -53,7 +53,8 @@ class TrainingMixin:
     """The training methods of CRFComponent."""
 
     if TYPE_CHECKING:
-        # what CRFComponent (base.py) provides, declared for the type checker only
+        # what CRFComponent (base.py) provides, for the type checker: the
+        # attributes are set in CRFComponent.__init__, which declares them
         name: str
         cfg: Dict[str, Any]
         model: Model[List[Doc], CRFBatch]
@@ -69,6 +70,8 @@ class TrainingMixin:
         def _check_label(self, label: str) -> None: ...
 
         def _grow(self, tags: Sequence[str]) -> None: ...
+
+        def _unknown_label_error(self, tag: str) -> str: ...
 
     @in_torch_threads
     def finish_update(self, sgd: Optimizer) -> None:
@@ -193,12 +196,12 @@ class TrainingMixin:
         for eg in examples:
             ids, excluded_ids, unknown = gold_ids(self.target.gold_values(eg), self.tags)
             if unknown:
-                raise ValueError(Errors.E003.format(name=self.name, label=unknown[0], n_labels=len(self.tags)))
+                raise ValueError(self._unknown_label_error(unknown[0]))
             gold.append(ids)
             excluded.append(excluded_ids)
         groups, unmatched = partial_gold(self.target, examples, self.tags, gold)
         if unmatched:
-            raise ValueError(Errors.E003.format(name=self.name, label=unmatched[0], n_labels=len(self.tags)))
+            raise ValueError(self._unknown_label_error(unmatched[0]))
         rejected, patterns = self._rejected_spans(examples)
         loss, d_scores = crf_batch_loss(scores, gold, excluded, rejected, patterns, groups=groups)
         if not numpy.isfinite(loss):

@@ -1,4 +1,4 @@
-"""Tag a corpus with a crf_tagger pipeline: readers, writers and two engines
+"""Tag a corpus with a pipeline of spacy-crf components: readers, writers and two engines
 (local nlp.pipe, Ray Data) behind one function, `tag_corpus`."""
 
 from ..errors import BadRecordError, CorpusErrors

@@ -1,4 +1,4 @@
-"""tag_corpus: tag a corpus with a crf_tagger pipeline, shard by shard, on the
+"""tag_corpus: tag a corpus with a pipeline of spacy-crf components, shard by shard, on the
 local engine (nlp.pipe) or the ray engine (Ray Data), resumably."""
 
 import hashlib
@@ -113,7 +113,7 @@ def tag_corpus(
     the shards or in bad_records/.
 
     model (Union[str, Path]): a pipeline folder or an installed package name,
-        with a crf_tagger component.
+        with a spacy-crf component (crf_tagger, crf_morphologizer, crf_ner).
     input (Union[str, Path]): a file or a folder of files (JSON Lines, plain
         text with one document per line, Parquet, spaCy DocBin). Parquet
         input and output need pyarrow (pip install "spacy-crf[corpus]").

@@ -52,7 +52,7 @@ SHARD_FILE = re.compile(r".+\.\d{5}\.(spacy|parquet|jsonl)$")
 
 @dataclass(frozen=True)
 class Outputs:
-    """What a pipeline's crf_tagger components write.
+    """What a pipeline's spacy-crf components write.
 
     targets (Tuple[str, ...]): "tag", "pos", "morph" and/or "ents".
     confidence (bool): whether token._.crf_confidence is set.

@@ -57,7 +57,7 @@ def outputs_of(nlp: Language, *, model: str = "pipeline") -> Outputs:
         for target in cfg["target"].split("+"):  # "tag+pos" writes both, ...
             if target not in targets:
                 targets.append(target)
-        confidence = confidence or bool(cfg.get("store_confidence", False))
+        confidence = confidence or cfg["store_confidence"]
     if not targets:
         raise ValueError(CorpusErrors.E104.format(model=model, components=list(nlp.pipe_names)))
     return Outputs(targets=tuple(sorted(targets)), confidence=confidence)

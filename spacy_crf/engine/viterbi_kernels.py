@@ -49,8 +49,8 @@ def full_kernel(em, step_starts, ranks, lengths, transitions, start, end, paths,
             # eight predecessors a pass over j, folded in label order (the
             # same max as one at a time): the running max stays in a register
             # for eight of them instead of a load and a store each (LLVM
-            # unrolls the loop over k; docs/performance.md, "Eight
-            # predecessors a pass")
+            # unrolls the loop over k; `python -m benchmarks.cpu_viterbi`
+            # measures it, docs/design.md)
             for i in range(0, K8, 8):
                 for j in range(K):
                     c = candidate[j]

@@ -3,6 +3,7 @@ the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
 
 from ..engine.batch import ArrayCRFBatch
+from . import legacy  # noqa: F401  (registers the superseded architectures)
 from .batch_loss import crf_batch_loss
 from .bilstm_crf import (
     add_labels,

@@ -1,5 +1,5 @@
 """The registered architecture `spacy_crf.BiLSTMCRF.v4`: tok2vec -> BiLSTM-CRF
-(the earlier versions are in spacy_crf/legacy.py).
+(the earlier versions are in spacy_crf/ml/legacy.py).
 
 The torch network sits behind Thinc's PyTorchWrapper with a `CRFShim`, which
 builds it once the input width and the number of labels are known (at

@@ -13,7 +13,7 @@ are looked up once per process. Thinc's code runs on NumpyOps and on CupyOps;
 on NumpyOps engine/char_cnn_numba.py's loops run instead (the same vectors and
 gradients to float rounding, much faster), unless SPACY_CRF_KERNELS=torch asks
 for the reference code or Numba cannot be set up. CharCNN.v1 is in
-spacy_crf/legacy.py.
+spacy_crf/ml/legacy.py.
 """
 
 import importlib.util
@@ -30,7 +30,7 @@ from thinc.types import Floats2d
 
 from ..engine.modes import kernel_mode
 from ..errors import Warnings
-from ..stub_gaps import asarray, asarray1i, unflatten
+from ..typed_api import asarray, asarray1i, unflatten
 from .features import per_distinct_word
 
 # Byte values 0-255, then the markers around every word.

@@ -21,7 +21,7 @@ from thinc.api import Model
 from thinc.layers.chain import forward as chain_forward
 from thinc.types import Floats2d
 
-from ..stub_gaps import unflatten
+from ..typed_api import unflatten
 from .features import token_array
 
 # Above this share of distinct tokens, taking them apart does not pay.

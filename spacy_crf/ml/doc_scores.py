@@ -45,7 +45,7 @@ from thinc.api import Model
 
 from ..engine.batch import ArrayCRFBatch
 from ..errors import Errors, NonFiniteScoresError
-from ..stub_gaps import hash_string
+from ..typed_api import hash_string
 from .bilstm_crf import ModelOutput as AnyBatch
 from .bilstm_crf import crf_shim, predict_by_pieces, uses_array_engine
 from .crf_batch import (

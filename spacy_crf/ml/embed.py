@@ -2,7 +2,7 @@
 attributes plus character features (and a word encoder), mixed by a Maxout
 layer into one vector per token; a known-word list for the first attribute
 (`min_count`) maps rare words to one trained unknown-word vector. The earlier
-versions are in spacy_crf/legacy.py.
+versions are in spacy_crf/ml/legacy.py.
 
 The features of a batch are built on the host in one array and copied to the
 device once (features.py); the outputs equal spaCy's per-doc layers'.
@@ -28,7 +28,7 @@ from thinc.api import (
 from thinc.types import Floats2d, Ints2d, Ragged
 
 from ..errors import Errors
-from ..stub_gaps import asarray, hash_string
+from ..typed_api import asarray, hash_string
 from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .distinct_tokens import per_distinct_token
 from .features import batch_features, byte_embed
@@ -148,7 +148,7 @@ def known_words(attr: int, min_count: int, word_dropout: float) -> Model[Ragged,
 
     attrs["known"] holds the sorted keys of the known words, and
     attrs["counted"] whether they were counted. `count_known_words` counts
-    them over the training data (crf_tagger.initialize calls it for every
+    them over the training data (a component's initialize calls it for every
     such layer of the pipeline, a shared tok2vec's too); a layer initialized
     before that counts the words of its initialization sample.
     """

@@ -28,7 +28,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d, Ints2d
 
-from ..stub_gaps import asarray, asarray2i, has_string, unflatten
+from ..typed_api import asarray, asarray2i, has_string, unflatten
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ Thinc's NumpyOps multiplies matrices with its bundled BLIS. numpy's BLAS
 (OpenBLAS in the Linux wheels, Accelerate on macOS) is faster at the
 embedding's shapes: the Maxout that mixes the features of ~1,100 distinct
 words (640 -> 3 x 128) took 18.5 ms with BLIS and 6.1 ms with OpenBLAS, one
-thread each, on an AMD EPYC (docs/performance.md). `on_host_blas(model)`
+thread each, on an AMD EPYC (docs/design.md; `python -m benchmarks.embedding`). `on_host_blas(model)`
 gives every NumpyOps node of `model` a NumpyOps that delegates `gemm` to
 numpy (Thinc's `use_blis=False`); everything else is Thinc's code. On GPU
 (CupyOps) nothing changes. The component's thread scope (spacy_crf.threads)

@@ -1,4 +1,4 @@
-"""The torch network behind crf_tagger: BiLSTM -> emissions (linear, or
+"""The torch network behind the spacy-crf components: BiLSTM -> emissions (linear, or
 composed from the labels' parts: emissions.py) -> CRF scores.
 
 Pure torch, no spaCy. The module returns the CRF's inputs (emissions plus the

@@ -6,7 +6,7 @@
   predict while the network stays as training left it.
 
 Reduced-precision inference copies, for the CPU; both change outputs slightly
-(docs/performance.md measures the cost); the CRF's scores and decoding stay
+(docs/benchmarks.md measures the cost); the CRF's scores and decoding stay
 float32.
 
 - "int8": torch's dynamic quantization (`torch.ao.quantization.quantize_dynamic`)

@@ -17,7 +17,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..errors import Errors
-from ..stub_gaps import set_morph
+from ..typed_api import set_morph
 from .tokens import TAG_TARGET, UPOS_TAGS, write_token_attr
 
 

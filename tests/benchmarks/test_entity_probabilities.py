@@ -317,7 +317,7 @@ def converged_run(tmp_path, model):
 
 @pytest.mark.parametrize("objective", ["tokens", "entities"])
 def test_converged_probabilities_measure_each_half_by_the_copy_calibrated_on_the_other(crf_model, tmp_path, objective):
-    from spacy_crf.calibration.temperature import calibrate
+    from spacy_crf.calibrate import calibrate
 
     run, select, score = converged_run(tmp_path, crf_model)
     out = tmp_path / "probs.json"

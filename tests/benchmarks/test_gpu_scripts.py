@@ -653,7 +653,7 @@ def test_cpu_viterbi_times_torch_and_numba_on_a_pipelines_scores(corpus, tmp_pat
 
 def test_gpu_check_script_parses_and_names_its_outputs():
     """benchmarks/gpu_check.sh runs only on a GPU machine: here, bash parses it and
-    it writes the files that docs_tables reads (gpu-before-after, predict-stages-gpu-h200)."""
+    it writes the files that docs/tables.py reads (gpu-before-after, predict-stages-gpu-h200)."""
     script = ROOT / "benchmarks" / "gpu_check.sh"
     done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -121,3 +121,35 @@ def test_harness_udpipe_command_scores_the_same_dev_words(morph_project):
     bundles = json.loads((morph_project / "metrics" / "morph" / "tr_tiny" / "cpu_morph-bundles.json").read_text())
     assert result["treebank"] == "tr_tiny" and result["words"] == bundles["words"]
     assert 0.0 <= result["upos_feats"] <= min(result["upos"], result["ufeats"])
+
+
+def test_every_benchmark_module_is_run_or_cited():
+    """A harness that is only a harness: every module of benchmarks/ is a
+    command of its project file, a module one of those imports, or cited by a
+    docs page."""
+    import ast
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    modules = {path.stem for path in (root / "benchmarks").glob("*.py")} - {"__init__"}
+    project = (root / "benchmarks" / "project.yml").read_text(encoding="utf8")
+    used = set(re.findall(r"root\.py benchmarks\.(\w+)", project)) | {"root"}  # root.py runs them
+    docs = "\n".join(path.read_text(encoding="utf8") for path in [root / "README.md", *(root / "docs").glob("*.md")])
+    used |= set(re.findall(r"benchmarks\.(\w+)", docs)) & modules
+    # and what those import, transitively
+    todo = list(used)
+    while todo:
+        tree = ast.parse((root / "benchmarks" / f"{todo.pop()}.py").read_text(encoding="utf8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level == 1:
+                    names = [node.module] if node.module else [alias.name for alias in node.names]
+                elif node.module and node.module.startswith("benchmarks."):
+                    names = [node.module.split(".")[1]]
+            for name in names:
+                if name in modules and name not in used:
+                    used.add(name)
+                    todo.append(name)
+    assert sorted(modules - used) == []

@@ -15,7 +15,7 @@ import torch
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from spacy_crf.__main__ import main
+from spacy_crf.calibrate import GoldScores
 from spacy_crf.calibration import (
     Outcomes,
     brier_score,
@@ -24,15 +24,12 @@ from spacy_crf.calibration import (
     reliability_bins,
     token_outcomes,
 )
-from spacy_crf.calibration.temperature import (
-    GoldScores,
-    fit_temperature,
-    golden_section,
-)
-from spacy_crf.legacy import crf_tagger_score, crf_tagger_score_v2
+from spacy_crf.calibration.temperature import fit_temperature, golden_section
+from spacy_crf.cli import main
 from spacy_crf.ml import CRFBatch, torch_network
 from spacy_crf.nn import CRFScores, factored_transitions, marginals
-from spacy_crf.scorers import ner_score, tagger_score, token_scores
+from spacy_crf.scoring import ner_score, tagger_score, token_scores
+from spacy_crf.scoring.legacy import crf_tagger_score, crf_tagger_score_v2
 from spacy_crf.targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget, span_patterns
 
 from ..components.test_ner import NER_DATA, ner_examples
@@ -430,7 +427,7 @@ def test_tagger_scorer_adds_calibration_where_docs_carry_probabilities(tagger_nl
 
 
 def test_legacy_scorer_v1_is_unchanged_and_v2_adds_calibration(tagger_nlp):
-    """0.x's crf_tagger_scorer.v1 and .v2 (spacy_crf.legacy)."""
+    """0.x's crf_tagger_scorer.v1 and .v2 (spacy_crf.scoring.legacy)."""
     examples = make_examples(tagger_nlp)
     predicted = [Example(tagger_nlp(eg.reference.text), eg.reference) for eg in examples]
     v1 = crf_tagger_score(predicted, target="tag")
@@ -616,7 +613,7 @@ def test_calibrate_entities_objective_minimises_the_entities_log_loss(ner_nlp, t
     hand from their posteriors), not the gold labels' NLL."""
     from spacy.training import Corpus
 
-    from spacy_crf.calibration.temperature import GoldScores
+    from spacy_crf.calibrate import GoldScores
 
     ner_nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in ner_examples(ner_nlp, NER_DEV)]).to_disk(tmp_path / "dev.spacy")
@@ -665,7 +662,7 @@ def test_calibrate_errors(tagger_nlp, tmp_path, capsys):
     assert main(["calibrate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--component", "x"]) == 1
     assert "[E025]" in capsys.readouterr().out
     # in place needs a pipeline folder
-    from spacy_crf.calibration.temperature import calibrate
+    from spacy_crf.calibrate import calibrate
 
     with pytest.raises(ValueError, match=r"\[E025\].*--output"):
         calibrate("not_a_folder", tmp_path / "dev.spacy", nlp=tagger_nlp)

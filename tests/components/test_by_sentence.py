@@ -245,7 +245,7 @@ def test_calibration_reads_the_sentences_as_the_component_does(tagger_nlp):
     """GoldScores (calibrate, reliability) cuts the docs as prediction does."""
     from spacy.training import Example
 
-    from spacy_crf.calibration.temperature import GoldScores
+    from spacy_crf.calibrate import GoldScores
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")

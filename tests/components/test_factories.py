@@ -14,7 +14,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
-from spacy_crf.legacy import DEPRECATED_SETTINGS
+from spacy_crf.components.settings import TAGGER_0X_SETTINGS
 
 from ..helpers import assert_same_weights
 
@@ -146,7 +146,7 @@ def test_each_factory_declares_only_its_own_settings_assignments_and_scores(fact
     assert type(nlp.add_pipe(factory)) is CLASSES[factory]
     filled = set(nlp.config["components"][factory]) - {"factory"}
     # crf_tagger's 0.x entity settings stay accepted (0.x configs load): filled in, never needed
-    assert filled == OWN[factory] | (set(DEPRECATED_SETTINGS) if factory == "crf_tagger" else set())
+    assert filled == OWN[factory] | ({s.name for s in TAGGER_0X_SETTINGS} if factory == "crf_tagger" else set())
 
 
 @pytest.mark.parametrize("factory", FACTORIES)

@@ -9,7 +9,7 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 
 from spacy_crf.ml import crf_batch_loss
-from spacy_crf.scorers import morph_scores, morphologizer_score
+from spacy_crf.scoring import morph_scores, morphologizer_score
 from spacy_crf.targets import MORPH_TARGETS, gold_ids
 from spacy_crf.targets.morph import morph_bundle, split_bundle
 

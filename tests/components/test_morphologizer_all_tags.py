@@ -12,7 +12,7 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 
 from spacy_crf.corpus.pipeline import outputs_of
-from spacy_crf.scorers import morph_scores, morphologizer_score
+from spacy_crf.scoring import morph_scores, morphologizer_score
 from spacy_crf.targets import MORPH_TARGETS, gold_ids, label_classes, label_parts
 
 from ..helpers import MORPH_SENTENCES, assert_same_weights, make_nlp, train

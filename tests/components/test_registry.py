@@ -18,8 +18,9 @@ CURRENT = [
     ("scorers", "spacy_crf.ner_scorer.v1"),
     ("readers", "spacy_crf.SentencesAndDocs.v1"),
     ("schedules", "spacy_crf.warmup_linear.v1"),
+    ("callbacks", "spacy_crf.learn_new_labels.v1"),
 ]
-# superseded versions (spacy_crf.legacy): registered so that old configs load
+# superseded versions (spacy_crf.ml.legacy, spacy_crf.scoring.legacy): registered so that old configs load
 LEGACY = [
     ("architectures", "spacy_crf.BiLSTMCRF.v1"),
     ("architectures", "spacy_crf.BiLSTMCRF.v2"),
@@ -40,7 +41,10 @@ GROUPS = {
     "scorers": "spacy_scorers",
     "readers": "spacy_readers",
     "schedules": "thinc_schedules",
+    "callbacks": "spacy_callbacks",
 }
+
+REGISTRY_OF = {group: registry_name for registry_name, group in GROUPS.items()}
 
 
 @pytest.mark.parametrize("registry_name,func_name", REGISTERED)
@@ -69,21 +73,30 @@ def test_entry_points_work_without_importing_spacy_crf():
 
 
 def test_public_exports_match_the_registered_names():
-    """One export of spacy_crf per current name, one of spacy_crf.legacy per
-    superseded one, and an entry point each (factories included)."""
+    """One export of spacy_crf per current name, one of spacy_crf.ml.legacy or
+    spacy_crf.scoring.legacy per superseded one, and an entry point each
+    (factories included)."""
     from importlib.metadata import entry_points
 
-    from spacy_crf import legacy
+    from spacy_crf.ml import legacy as legacy_architectures
+    from spacy_crf.scoring import legacy as legacy_scorers
 
     exported = {getattr(spacy_crf, name) for name in spacy_crf.__all__}
     for registry_name, func_name in CURRENT:
         assert getattr(spacy.registry, registry_name).get(func_name) in exported, func_name
-    in_legacy = {value for value in vars(legacy).values() if callable(value)}
+    in_legacy = {
+        value for module in (legacy_architectures, legacy_scorers) for value in vars(module).values() if callable(value)
+    }
     for registry_name, func_name in LEGACY:
         assert getattr(spacy.registry, registry_name).get(func_name) in in_legacy, func_name
     declared = {(ep.group, ep.name) for group in GROUPS.values() for ep in entry_points(group=group)}
     for registry_name, func_name in REGISTERED:
         assert (GROUPS[registry_name], func_name) in declared, func_name
+    # each entry point's module path is where the function is (modules move; names do not)
+    for group in GROUPS.values():
+        for ep in entry_points(group=group):
+            if ep.name.startswith("spacy_crf."):
+                assert ep.load() is getattr(spacy.registry, REGISTRY_OF[group]).get(ep.name), ep.name
     factories = {ep.name for ep in entry_points(group="spacy_factories")}
     assert set(FACTORIES) <= factories
 

@@ -10,10 +10,19 @@ from spacy.util import registry
 
 import spacy_crf  # noqa: F401 (registers the factories)
 from spacy_crf.components import CRFEntityRecognizer, CRFMorphologizer, CRFTagger
-from spacy_crf.components.settings import ENTITY_RECOGNIZER, MORPHOLOGIZER, TAGGER, settings_table
-from spacy_crf.legacy import DEPRECATED_SETTINGS
+from spacy_crf.components.settings import (
+    ENTITY_RECOGNIZER_SETTINGS,
+    MORPHOLOGIZER_SETTINGS,
+    TAGGER_0X_SETTINGS,
+    TAGGER_SETTINGS,
+    settings_table,
+)
 
-SPINES = {"crf_tagger": TAGGER, "crf_morphologizer": MORPHOLOGIZER, "crf_ner": ENTITY_RECOGNIZER}
+SPINES = {
+    "crf_tagger": TAGGER_SETTINGS,
+    "crf_morphologizer": MORPHOLOGIZER_SETTINGS,
+    "crf_ner": ENTITY_RECOGNIZER_SETTINGS,
+}
 CLASSES = {"crf_tagger": CRFTagger, "crf_morphologizer": CRFMorphologizer, "crf_ner": CRFEntityRecognizer}
 # values each setting refuses, by kind of setting
 BAD = {
@@ -30,11 +39,14 @@ def test_factory_signature_and_defaults_come_from_the_declarations(factory):
     assert len(names) == len(set(names))
     meta = spacy.Language.get_factory_meta(factory)
     assert {key: meta.default_config[key] for key in names} == {s.name: s.default for s in spine}
+    legacy = {setting.name for setting in TAGGER_0X_SETTINGS} if factory == "crf_tagger" else set()
     assert set(meta.default_config) == set(names) | {"model", "scorer"}
     parameters = set(inspect.signature(registry.factories.get(factory)).parameters)
-    legacy = set(DEPRECATED_SETTINGS) if factory == "crf_tagger" else set()
     assert parameters == set(names) | {"nlp", "name", "model", "scorer"} | legacy
     assert CLASSES[factory].SETTINGS is spine
+    # the class takes each setting as a named argument, with its declared default
+    init = inspect.signature(CLASSES[factory].__init__).parameters
+    assert {name: init[name].default for name in names} == {s.name: s.default for s in spine}
     for setting in spine:
         assert setting.check(setting.default), setting.name
         assert setting.description and setting.allowed
@@ -89,7 +101,7 @@ def test_crf_ner_scheme_error_names_only_its_own_setting():
 def test_a_class_built_directly_checks_too_and_refuses_unknown_settings():
     nlp = spacy.blank("en")
     model = nlp.add_pipe("crf_tagger").model
-    with pytest.raises(ValueError, match=r"\[E040\].*windw"):
+    with pytest.raises(TypeError, match="windw"):
         CRFTagger(nlp.vocab, model, windw=3)
     with pytest.raises(ValueError, match=r"\[E039\].*batch_words"):
         CRFTagger(nlp.vocab, model, batch_words=-1)

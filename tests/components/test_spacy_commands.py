@@ -5,8 +5,8 @@ entity checks) and `python -m spacy_crf displacy` (evaluate's entities.html)."""
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from spacy_crf.__main__ import main
-from spacy_crf.spacy_commands import spacy_factory, with_spacys_components
+from spacy_crf.cli import main
+from spacy_crf.cli.spacy_commands import spacy_factory, with_spacys_components
 
 from ..helpers import CONFIGS, make_nlp, train, write_docbin, write_morph_docbin
 

@@ -8,7 +8,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_crf.components.settings import MORPHOLOGIZER
+from spacy_crf.components.settings import MORPHOLOGIZER_SETTINGS
 
 from ..helpers import SMALL_MODEL, make_nlp, train
 
@@ -56,7 +56,7 @@ def test_crf_ner_writes_entities_once_updated_and_the_state_is_saved(tmp_path):
 
 
 def test_crf_morphologizer_defaults_to_spacys_overwrite_and_extend():
-    defaults = {setting.name: setting.default for setting in MORPHOLOGIZER}
+    defaults = {setting.name: setting.default for setting in MORPHOLOGIZER_SETTINGS}
     spacys = spacy.Language.get_factory_meta("morphologizer").default_config
     assert defaults["overwrite"] == spacys["overwrite"] is True
     assert defaults["extend"] == spacys["extend"] is False

@@ -42,9 +42,13 @@ def test_docs_build_strict_without_warnings(tmp_path):
     html = (tmp_path / "site" / "architectures" / "index.html").read_text()
     assert html.count('class="doc doc-object doc-function"') == 3
     # each component's settings table, rendered from the settings' declarations, with the defaults
-    from spacy_crf.components.settings import ENTITY_RECOGNIZER, MORPHOLOGIZER, TAGGER
+    from spacy_crf.components.settings import ENTITY_RECOGNIZER_SETTINGS, MORPHOLOGIZER_SETTINGS, TAGGER_SETTINGS
 
-    for page, settings in (("tagger", TAGGER), ("morphologizer", MORPHOLOGIZER), ("ner", ENTITY_RECOGNIZER)):
+    for page, settings in (
+        ("tagger", TAGGER_SETTINGS),
+        ("morphologizer", MORPHOLOGIZER_SETTINGS),
+        ("ner", ENTITY_RECOGNIZER_SETTINGS),
+    ):
         html = (tmp_path / "site" / page / "index.html").read_text()
         for setting in settings:
             assert f"<code>{setting.name}</code>" in html, (page, setting.name)

@@ -6,7 +6,7 @@ import pytest
 import spacy
 from thinc.api import Config
 
-from spacy_crf.legacy import DEPRECATED_SETTINGS
+from spacy_crf.components.settings import TAGGER_0X_SETTINGS
 
 from ..helpers import CONFIGS, SENTENCES, run_spacy, write_docbin
 
@@ -21,7 +21,7 @@ def test_shipped_configs_are_complete(config, tmp_path):
     # crf_tagger's 0.x entity settings are filled in (0.x configs must load), never needed
     for name, component in filled["components"].items():
         if component.get("factory") == "crf_tagger" and name in shipped["components"]:
-            for key in DEPRECATED_SETTINGS:
+            for key in (setting.name for setting in TAGGER_0X_SETTINGS):
                 if key not in shipped["components"][name]:
                     del component[key]
     assert shipped == filled

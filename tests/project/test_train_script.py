@@ -25,7 +25,15 @@ def test_a_budget_sets_the_schedules_total_steps_where_there_is_one():
         "training.optimizer.learn_rate.total_steps": 500,
     }
     # spaCy's baseline has a constant learning rate: only the steps change
-    assert budget_overrides(ROOT / "configs" / "baseline.cfg", 500) == {"training.max_steps": 500}
+    assert budget_overrides(ROOT / "configs" / "baseline.cfg", 600) == {"training.max_steps": 600}
+
+
+def test_a_budget_below_or_across_the_evaluations_still_evaluates_its_last_step():
+    """cpu.cfg evaluates every 500 steps: 40 steps would evaluate at step 0
+    only, and model-best would be the untrained model."""
+    assert budget_overrides(ROOT / "configs" / "cpu.cfg", 40)["training.eval_frequency"] == 40
+    assert budget_overrides(ROOT / "configs" / "cpu.cfg", 700)["training.eval_frequency"] == 350
+    assert "training.eval_frequency" not in budget_overrides(ROOT / "configs" / "cpu.cfg", 1000)
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""benchmarks.docs_tables fills the marked tables of README.md and
+"""docs.tables fills the marked tables of README.md and
 docs/benchmarks.md from the project's outputs, leaves tables without outputs
 alone, and is idempotent."""
 
@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from benchmarks.docs_tables import PAGES, RENDERERS, environment_line, main
+from docs.tables import PAGES, RENDERERS, environment_line, main
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {
@@ -45,7 +45,7 @@ def write_flair(path, side, batch_size=256):
 
 def rendered_page(root, table):
     """docs/benchmarks.md holding only the empty block of `table`, rendered
-    by benchmarks.docs_tables from root's metrics/; the page's text."""
+    by docs.tables from root's metrics/; the page's text."""
     page = root / "docs" / "benchmarks.md"
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(f"<!-- table:{table}:start -->\n<!-- table:{table}:end -->\n")
@@ -156,7 +156,7 @@ def test_a_benchmark_json_in_metrics_leaves_the_results_table_alone(tmp_path):
 
 
 def test_morph_table(tmp_path):
-    from benchmarks.docs_tables import morph
+    from docs.tables import morph
 
     assert morph(tmp_path) is None
     folder = tmp_path / "metrics" / "morph" / "tr_x"
@@ -207,7 +207,7 @@ CURVE = {
 def test_entity_probabilities_tables(tmp_path):
     """The cross-fitted records (crossfit_*.json, benchmarks.entity_probabilities
     --and) and the held-out folds (folds_*.json), each block its own."""
-    from benchmarks.docs_tables import entity_probabilities
+    from docs.tables import entity_probabilities
 
     assert entity_probabilities(tmp_path, prefix="crossfit_") is None
     curve = CURVE
@@ -260,7 +260,7 @@ def test_entity_probabilities_tables(tmp_path):
 def test_converged_probabilities_table(tmp_path):
     """benchmarks/runs/converged/probabilities/*.json (benchmarks.converged_probabilities):
     each record's objective is said, and a plot is shown when docs/images has it."""
-    from benchmarks.docs_tables import converged_probabilities
+    from docs.tables import converged_probabilities
 
     assert converged_probabilities(tmp_path) is None
     curve = {**CURVE, "n": 886, "ece": 0.05, "precision_at": {"0.9": {"n": 235, "precision": 0.86}}}
@@ -292,7 +292,7 @@ def test_converged_probabilities_table(tmp_path):
 
 
 def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
-    from benchmarks.docs_tables import peers, pipeline_compare
+    from docs.tables import peers, pipeline_compare
 
     compare = {
         "environment": ENV,
@@ -339,7 +339,7 @@ def test_peers_and_pipeline_compare_tables_say_what_was_trained_on(tmp_path):
 def test_peers_table_gives_each_rounds_ratio(tmp_path):
     """`rounds`: the median and range of the ratios of the runs taken in turn,
     which can differ from the ratio of the medians."""
-    from benchmarks.docs_tables import peers
+    from docs.tables import peers
 
     side = {
         "flair": {"words_per_second": 100.0, "runs": [100.0, 50.0, 200.0], "dev_accuracy": 75.4},
@@ -367,7 +367,7 @@ def test_peers_table_gives_each_rounds_ratio(tmp_path):
 
 
 def test_peers_batch_sizes_table(tmp_path):
-    from benchmarks.docs_tables import peers_batch_sizes
+    from docs.tables import peers_batch_sizes
 
     for folder, size, flair_runs in (("a", 32, [100.0, 200.0, 100.0]), ("b", 256, [50.0, 50.0, 100.0])):
         side = {
@@ -388,7 +388,7 @@ def test_peers_batch_sizes_table(tmp_path):
 def test_gpu_tables(tmp_path):
     """The kernel and predict-stage tables of a GPU run; stage records
     measured on the CPU stay out of the GPU table."""
-    from benchmarks.docs_tables import gpu_kernels, predict_stages_gpu
+    from docs.tables import gpu_kernels, predict_stages_gpu
 
     assert gpu_kernels(tmp_path) is None and predict_stages_gpu(tmp_path) is None
     speed = tmp_path / "metrics" / "speed"
@@ -429,7 +429,7 @@ def test_gpu_tables(tmp_path):
 
 
 def test_udpipe_table(tmp_path):
-    from benchmarks.docs_tables import udpipe
+    from docs.tables import udpipe
 
     assert udpipe(tmp_path) is None
     write(
@@ -473,7 +473,7 @@ def trf_system(component, **scores):
 def test_transformer_tables(tmp_path):
     """metrics/trf/*.json (benchmarks.transformer_compare): a row per task, score and
     spaCy system; the README's compact rows leave out beam_ner and the train times."""
-    from benchmarks.docs_tables import _p, mcnemar_p, transformer
+    from docs.tables import _p, mcnemar_p, transformer
 
     assert _p(mcnemar_p(4796.5)) == "p < 0.0001"  # erfc underflows to 0: no floor
 

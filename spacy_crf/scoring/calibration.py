@@ -7,8 +7,8 @@ from typing import Dict, Iterable, List, Optional
 from spacy.tokens import Span, Token
 from spacy.training import Example
 
+from ..calibration.metrics import N_BINS, Outcomes, entity_outcomes, token_outcomes
 from ..targets import EntityTarget, Target
-from .metrics import N_BINS, Outcomes, entity_outcomes, token_outcomes
 
 
 def calibration_scores(examples: Iterable[Example], target: Target) -> Dict[str, Optional[float]]:

@@ -1,7 +1,7 @@
 """Fill the tables of README.md and docs/benchmarks.md from the project's own outputs,
 and the settings tables of the component pages from the settings' declarations.
 
-    python -m benchmarks.docs_tables [--root .] [--check]
+    python -m docs.tables [--root .] [--check]
 
 Each table sits between `<!-- table:NAME:start -->` and `<!-- table:NAME:end -->`
 (`<!-- results:start -->` / `<!-- results:end -->` in README.md) and is rendered
@@ -25,9 +25,9 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from .gpu import kernel_table as gpu_kernel_table
-from .pipeline_compare import TRAINING_UNITS
-from .quantize import table as quantize_table
+from benchmarks.gpu import kernel_table as gpu_kernel_table
+from benchmarks.pipeline_compare import TRAINING_UNITS
+from benchmarks.quantize import table as quantize_table
 
 PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologizer.md", "docs/ner.md"]
 
@@ -65,8 +65,8 @@ def load(path: Path) -> Optional[dict]:
 
 def results(root: Path) -> Optional[str]:
     """The results command's table (benchmarks.results_table)."""
-    from .results_table import is_evaluate_output
-    from .results_table import main as results_table
+    from benchmarks.results_table import is_evaluate_output
+    from benchmarks.results_table import main as results_table
 
     metrics = root / "metrics"
     # `spacy evaluate` outputs; other benchmarks also write to metrics/ (contention.json)
@@ -268,7 +268,7 @@ def morph(root: Path) -> Optional[str]:
     folders = sorted(p for p in (metrics / "morph").glob("*") if p.is_dir())
     if not folders:
         return None
-    from .morph_table import treebank_table
+    from benchmarks.morph_table import treebank_table
 
     speeds = [load(path) for folder in folders for path in sorted(folder.glob("*-speed.json"))]
     parts = [
@@ -374,6 +374,11 @@ def _probabilities_kind(r: Dict) -> str:
     return f"exact posteriors, tau{fitted} = {taus}"
 
 
+# records of runs from before crf_ner name its component by the 0.x
+# factory that built it: a crf_tagger with target "ents", which is crf_ner
+ENTITY_SYSTEMS = {"crf_tagger": "crf_ner"}
+
+
 def entity_probability_tables(records: Dict[str, Dict], plots: Dict[str, str]) -> Optional[str]:
     """The calibration table, the precision/recall over t table and the plots
     (docs/images/PLOT) of benchmarks.entity_probabilities records, by name."""
@@ -391,7 +396,8 @@ def entity_probability_tables(records: Dict[str, Dict], plots: Dict[str, str]) -
         high = "-" if at.get("precision") is None else f"{at['precision']:.4f} ({at['n']:,})"
         floor = "-" if e.get("ece_sampling") is None else f"{e['ece_sampling']:.4f}"
         lines.append(
-            f"| `{name}` | {r['system']} | {_probabilities_kind(r)} | {where} | {e['n']:,} | {e['ece']:.4f} "
+            f"| `{name}` | {ENTITY_SYSTEMS.get(r['system'], r['system'])} | {_probabilities_kind(r)} | {where} "
+            f"| {e['n']:,} | {e['ece']:.4f} "
             f"| {floor} | {e['brier']:.4f} | {high} |"
         )
     shown = [0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
@@ -638,7 +644,7 @@ def settings(root: Path, spine: str) -> str:
 def converged(root: Path) -> Optional[str]:
     """benchmarks/runs/converged/*.json (`python -m benchmarks.converged`): the
     transformer comparison at convergence, per task and head."""
-    from .converged_report import load_runs, table
+    from benchmarks.converged_report import load_runs, table
 
     folder = root / "benchmarks" / "runs" / "converged"
     rendered = table(folder)
@@ -652,16 +658,38 @@ def converged_summary(root: Path) -> Optional[str]:
     """The README's converged lines: only tasks with 3 converged seeds per
     head ("" where none has them); None without run records (the block is
     left as it is)."""
-    from .converged_report import summary
+    from benchmarks.converged_report import summary
 
     return summary(root / "benchmarks" / "runs" / "converged")
 
 
+def distillation(root: Path) -> str:
+    """benchmarks/runs/distillation/*.json (`python -m benchmarks.distillation`):
+    teacher, plain and distilled students, per task."""
+    from benchmarks.converged_report import load_runs
+    from benchmarks.distillation import table
+
+    folder = root / "benchmarks" / "runs" / "distillation"
+    records = [record for runs in load_runs(folder).values() for record in runs.values()] if folder.exists() else []
+    return (environment_line(*records) + "\n\n" if records else "") + table(folder)
+
+
+def serving(root: Path) -> Optional[str]:
+    """benchmarks/runs/serving.json (`python -m benchmarks.serving`): the
+    torch-free engine against the torch engine and spaCy's components."""
+    import json
+
+    from benchmarks.serving import render_table
+
+    path = root / "benchmarks" / "runs" / "serving.json"
+    return render_table(json.loads(path.read_text())) if path.exists() else None
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # the components' settings, from their declarations
-    "settings-crf_tagger": functools.partial(settings, spine="TAGGER"),
-    "settings-crf_morphologizer": functools.partial(settings, spine="MORPHOLOGIZER"),
-    "settings-crf_ner": functools.partial(settings, spine="ENTITY_RECOGNIZER"),
+    "settings-crf_tagger": functools.partial(settings, spine="TAGGER_SETTINGS"),
+    "settings-crf_morphologizer": functools.partial(settings, spine="MORPHOLOGIZER_SETTINGS"),
+    "settings-crf_ner": functools.partial(settings, spine="ENTITY_RECOGNIZER_SETTINGS"),
     # tags against spaCy and Flair
     "results": results,
     "pipeline-compare-batch-words": functools.partial(pipeline_compare, folder="speed/batch_words"),
@@ -678,6 +706,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "converged": converged,
     "converged-summary": converged_summary,
     "converged-probabilities": converged_probabilities,
+    "distillation": distillation,
+    "serving": serving,
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,

@@ -10,9 +10,9 @@ from spacy.tokens import Token
 from spacy.training import Example
 from spacy.util import registry
 
-from .calibration.scores import calibration_scores
-from .stub_gaps import morph_key
-from .targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget
+from ..targets import MORPH_TARGETS, TOKEN_TARGETS, EntityTarget
+from ..typed_api import morph_key
+from .calibration import calibration_scores
 
 
 def token_scores(examples: Iterable[Example], *, target: str = "tag", **kwargs: Any) -> Dict[str, Any]:
