@@ -20,7 +20,7 @@ from ..engine.batch import ArrayCRFBatch
 from ..engine.modes import engine_mode
 from ..engine.network import EMISSIONS, TRANSITIONS
 from ..errors import Errors
-from ..optional import has_torch, require_torch
+from ..optional import has_torch, require_torch, torch_needed
 from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .crf_batch import CRFBatch, row_layout
 from .serving_shim import ServingShim
@@ -151,9 +151,12 @@ def uses_array_engine(model: Model) -> bool:
     """Whether prediction runs the torch-free engine: always without torch;
     with it, where SPACY_CRF_ENGINE is "numpy" ("auto" is torch: see
     `spacy_crf.engine.modes.engine_mode`)."""
+    mode = engine_mode()
     if isinstance(any_shim(model), ServingShim):
+        if mode == "torch":
+            raise torch_needed("SPACY_CRF_ENGINE=torch")
         return True
-    return engine_mode() == "numpy"
+    return mode == "numpy"
 
 
 def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> None:

@@ -84,6 +84,14 @@ def test_serving_without_torch(tmp_path):
             ["tag", {str(tmp_path / "p")!r}, {str(tmp_path / "in.jsonl")!r}, {str(tmp_path / "out")!r},
              "--output-format", "jsonl", "--no-progress"]
         )
+        import os
+        os.environ["SPACY_CRF_ENGINE"] = "torch"
+        try:
+            nlp("eggs")
+            out["torch_engine"] = "ran"
+        except ImportError as e:
+            out["torch_engine"] = str(e)
+        del os.environ["SPACY_CRF_ENGINE"]
         try:
             spacy.load({str(DATA_100 / "crf_tagger" / "pipeline")!r})
             out["legacy"] = "loaded"
@@ -103,6 +111,7 @@ def test_serving_without_torch(tmp_path):
     numpy.testing.assert_allclose(result["uncertainty"], [p for p, _ in tagger.uncertainty(docs)], atol=1e-5)
     assert result["update"].startswith("[E050] Training needs torch") and "spacy-crf[torch]" in result["update"]
     assert result["legacy"].startswith("[E051]") and "to_disk" in result["legacy"]
+    assert result["torch_engine"].startswith("[E050] SPACY_CRF_ENGINE=torch needs torch")
     # the corpus job
     assert result["tag_job"] == 0
     shards = sorted((tmp_path / "out").glob("in.jsonl.*.jsonl"))
