@@ -1,6 +1,6 @@
 """Serving without torch: the torch-free engine against the torch engine and spaCy's components.
 
-    python -m benchmarks.serving agree TAGGER NER EWT_DEV UNER_DEV [--output benchmarks/runs/serving.json]
+    python -m benchmarks.serving agree TAGGER NER EWT_DEV UNER_DEV [--morphologizer MORPH] [--output ...]
     python -m benchmarks.serving speed --system crf_tagger=TAGGER --system tagger=SPACY_TAGGER \\
         --corpus EWT_DEV [--repeats 5] [--output benchmarks/runs/serving.json]
     python -m benchmarks.serving cold --case "LABEL::PYTHON::PIPELINE,PIPELINE" ... [--repeats 5]
@@ -70,7 +70,10 @@ def agree(args: argparse.Namespace) -> None:
     from spacy.tokens import Doc
 
     report: Dict[str, Any] = {}
-    for name, model, corpus in (("crf_tagger", args.tagger, args.ewt_dev), ("crf_ner", args.ner, args.uner_dev)):
+    systems = [("crf_tagger", args.tagger, args.ewt_dev), ("crf_ner", args.ner, args.uner_dev)]
+    if args.morphologizer:
+        systems.append(("crf_morphologizer", args.morphologizer, args.ewt_dev))
+    for name, model, corpus in systems:
         nlp = spacy.load(model)
         component = next(pipe for pipe_name, pipe in nlp.pipeline if pipe_name.startswith(name))
         gold = _docs(nlp, corpus, args.limit)
@@ -226,6 +229,7 @@ def main(argv: List[str]) -> None:
     for name in ("tagger", "ner", "ewt_dev", "uner_dev"):
         p.add_argument(name)
     p.add_argument("--limit", type=int, default=0, help="docs per corpus (0: all)")
+    p.add_argument("--morphologizer", default=None, help="a crf_morphologizer pipeline, read on EWT_DEV too")
     p = commands.add_parser("speed")
     p.add_argument("--system", action="append", required=True, help="NAME=PIPELINE")
     p.add_argument("--corpus", required=True)
