@@ -29,7 +29,7 @@ from benchmarks.gpu import kernel_table as gpu_kernel_table
 from benchmarks.pipeline_compare import TRAINING_UNITS
 from benchmarks.quantize import table as quantize_table
 
-PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologizer.md", "docs/ner.md"]
+PAGES = ["README.md", "docs/benchmarks.md", "docs/tagger.md", "docs/morphologizer.md", "docs/ner.md", "docs/distillation.md"]
 
 
 def environment_line(*records: dict) -> str:

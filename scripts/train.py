@@ -30,20 +30,7 @@ from spacy.cli._util import import_code, parse_config_overrides
 from spacy.cli.train import train
 from spacy.util import load_config
 
-
-def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
-    """The overrides that give the config a budget of max_steps (none for 0)."""
-    if max_steps <= 0:
-        return {}
-    overrides: Dict[str, Any] = {"training.max_steps": max_steps}
-    config = load_config(config_path, interpolate=False)
-    learn_rate = config["training"].get("optimizer", {}).get("learn_rate")
-    if isinstance(learn_rate, dict) and "total_steps" in learn_rate:
-        overrides["training.optimizer.learn_rate.total_steps"] = max_steps
-    eval_frequency = config["training"].get("eval_frequency", 200)  # spaCy's default
-    if isinstance(eval_frequency, int) and eval_frequency > 0 and max_steps % eval_frequency:
-        overrides["training.eval_frequency"] = max(d for d in range(1, eval_frequency + 1) if max_steps % d == 0)
-    return overrides
+from spacy_crf.resumable_training import budget_overrides
 
 
 def main(argv: Optional[List[str]] = None) -> None:

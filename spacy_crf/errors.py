@@ -192,6 +192,32 @@ class Errors(metaclass=ErrorsWithCodes):
         "{reason}. It takes the names of spacy-crf components of the pipeline "
         "({options})."
     )
+    E065 = (
+        "Component '{name}' cannot distil from {teacher}: the teacher must be a crf_tagger, "
+        "crf_morphologizer or crf_ner (or cached scores of one) with the same labels."
+    )
+    E066 = (
+        "Component '{name}' and its teacher have different labels: only the student has {student_only}, "
+        "only the teacher has {teacher_only}. Build the student with the teacher's labels "
+        "(initialize it with labels=teacher.label_data, or use `python -m spacy_crf distill`)."
+    )
+    E067 = (
+        "Component '{name}' cannot distil example {index}: the teacher's doc (example.reference) has "
+        "{n_teacher} tokens, the student's (example.predicted) {n_student}. Distillation needs both "
+        "sides tokenized alike."
+    )
+    E068 = (
+        "Component '{name}' cannot distil from its teacher: the student's {scheme} constraints forbid "
+        "{what} that the teacher allows (the divergence would be infinite). Give both the same constraints."
+    )
+    E069 = "Cannot distil into the student's component '{name}': {reason}."
+    E070 = (
+        "The cached teacher scores of component '{name}' cannot be used: {reason}. Delete the "
+        "output's teacher_scores/ folder to score the training docs anew."
+    )
+    E071 = (
+        'Cannot read distillation text from {path}: {reason} (.txt: a doc per line; .jsonl: a "text" per line; .spacy).'
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

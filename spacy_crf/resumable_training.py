@@ -41,13 +41,18 @@ from spacy.training.loop import (
     subdivide_batch,
     update_meta,
 )
-from spacy.util import registry, resolve_dot_names
+from spacy.util import load_config, registry, resolve_dot_names
 from thinc.api import Optimizer, constant, fix_random_seed, set_gpu_allocator
 from wasabi import Printer
 
 from .errors import Errors
 
 CHECKPOINT = "checkpoint"
+
+
+# one step's gradients of a sub-batch, in place of nlp.update:
+# update(examples, drop=..., losses=..., exclude=...) with no optimizer step
+UpdateStep = Callable[..., Any]
 
 
 def train(
@@ -57,6 +62,9 @@ def train(
     use_gpu: int = -1,
     stdout: IO[str] = sys.stdout,
     stderr: IO[str] = sys.stderr,
+    examples: Optional[List[Example]] = None,
+    update: Optional[UpdateStep] = None,
+    fingerprint_extra: str = "",
 ) -> Language:
     """Train `nlp` (initialized from its config, as `spacy train` does) into
     output_path, resuming from output_path/checkpoint when there is one.
@@ -64,6 +72,14 @@ def train(
     nlp (Language): the initialized pipeline with its full config.
     output_path (Path): where model-last, model-best and checkpoint/ go.
     use_gpu (int): the GPU's id, -1 for the CPU (call require_gpu first).
+    examples (Optional[List[Example]]): the training examples; None reads
+        the config's train corpus.
+    update (Optional[UpdateStep]): the gradient step of a sub-batch,
+        called as update(examples, drop=..., losses=..., exclude=...)
+        without an optimizer step (the loop's finish_update follows); None:
+        nlp.update (distillation passes its teacher's step).
+    fingerprint_extra (str): what else a checkpoint must have been made
+        with to be resumed (e.g. the teacher's fingerprint).
     RETURNS (Language): the trained pipeline (model-last's weights).
     """
     msg = Printer(no_print=True)
@@ -80,10 +96,10 @@ def train(
     frozen, annotating = T["frozen_components"], T["annotating_components"]
     if T["max_epochs"] < 0:
         raise ValueError(Errors.E042.format(reason="streamed corpora (max_epochs = -1) cannot be resumed"))
-    examples = list(train_corpus(nlp))
+    examples = list(train_corpus(nlp)) if examples is None else examples
     if not examples:
         raise ValueError(Errors.E042.format(reason="the training corpus is empty"))
-    fingerprint = _fingerprint(config, len(examples))
+    fingerprint = _fingerprint(config, len(examples), fingerprint_extra)
     checkpoint = _find_checkpoint(output_path)
     state: Dict[str, Any] = {"step": -1, "epoch": 0, "order": list(range(len(examples))), "in_epoch": 0}
     state.update(results=[], evaluations=[], losses={}, words=0, seconds=0.0, cpu_seconds=0.0, segments=0)
@@ -127,6 +143,9 @@ def train(
             step += 1
             dropout = next(dropouts)
             for subbatch in subdivide_batch(batch, T["accumulate_gradient"]):
+                if update is not None:
+                    update(subbatch, drop=dropout, losses=losses, exclude=frozen)
+                    continue
                 # sgd=False: no update yet (spaCy's loop passes False where the stubs say Optimizer)
                 nlp.update(
                     subbatch, drop=dropout, losses=losses, sgd=cast(Any, False), exclude=frozen, annotates=annotating
@@ -176,6 +195,27 @@ def train(
         nlp.use_params(optimizer.averages)
     stdout.write(msg.good("Saved pipeline to output directory", output_path / DIR_MODEL_LAST) + "\n")
     return nlp
+
+
+def budget_overrides(config_path: Path, max_steps: int) -> Dict[str, Any]:
+    """The config overrides that give the config a budget of max_steps
+    (none for 0): `[training] max_steps`; the learning-rate schedule's
+    `total_steps` where it has one, so that a shorter (or longer) run still
+    decays its learning rate to the end; and, where max_steps is not a
+    multiple of `eval_frequency`, the largest divisor of max_steps below it,
+    so that the last step is evaluated (model-best is never the step-0 model
+    of a short run)."""
+    if max_steps <= 0:
+        return {}
+    overrides: Dict[str, Any] = {"training.max_steps": max_steps}
+    config = load_config(config_path, interpolate=False)
+    learn_rate = config["training"].get("optimizer", {}).get("learn_rate")
+    if isinstance(learn_rate, dict) and "total_steps" in learn_rate:
+        overrides["training.optimizer.learn_rate.total_steps"] = max_steps
+    eval_frequency = config["training"].get("eval_frequency", 200)  # spaCy's default
+    if isinstance(eval_frequency, int) and eval_frequency > 0 and max_steps % eval_frequency:
+        overrides["training.eval_frequency"] = max(d for d in range(1, eval_frequency + 1) if max_steps % d == 0)
+    return overrides
 
 
 def _finished(step: int, results: List[Tuple[float, int]], patience: int, max_steps: int) -> bool:

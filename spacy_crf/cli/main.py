@@ -1,5 +1,6 @@
 """Command line: `python -m spacy_crf tag MODEL INPUT OUTPUT [options]`,
 `python -m spacy_crf calibrate MODEL DEV [options]`, `python -m spacy_crf
+distill TEACHER STUDENT_CONFIG --output DIR [overrides]`, `python -m spacy_crf
 debug-data CONFIG [overrides]` and `python -m spacy_crf displacy MODEL DATA OUTPUT`."""
 
 import argparse
@@ -105,6 +106,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     debug.add_argument("config", help="the training config")
     debug.add_argument("--verbose", "-V", action="store_true", help="print more about the data")
+    distill = commands.add_parser(
+        "distill",
+        help="train a student pipeline from a teacher pipeline's exact CRF posteriors",
+        description=(
+            "Build the student from STUDENT_CONFIG with the labels of TEACHER's CRF components and "
+            "train it to the teacher's distribution over label paths (the exact KL divergence) on the "
+            "train corpus's docs (their annotation is not read) and any --text; the teacher's scores "
+            "are cached in OUTPUT/teacher_scores. Dev is scored on gold; model-best and model-last are "
+            "saved as spacy train saves them; the same command again resumes. Config overrides such "
+            "as --paths.train FILE --paths.dev FILE follow, as for spacy train."
+        ),
+    )
+    distill.add_argument("teacher", help="the teacher pipeline: folder or installed package name")
+    distill.add_argument("config", help="the student's training config")
+    distill.add_argument("--output", "-o", required=True, help="output folder")
+    distill.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        help="raw text added to the training docs: .txt (a doc per line), .jsonl (a text field), "
+        ".spacy (docs); repeatable",
+    )
+    distill.add_argument(
+        "--max-steps",
+        type=int,
+        default=0,
+        help="the step budget, with the learning-rate schedule's total_steps (0: the config's own)",
+    )
+    distill.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on; -1 for the CPU")
+    distill.add_argument("--no-progress", action="store_true", help="no progress bar between evaluations")
     displacy = commands.add_parser(
         "displacy",
         help="render a pipeline's entities on annotated texts as HTML (spacy evaluate --displacy-path)",
@@ -135,6 +166,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .spacy_commands import debug_data
 
         return debug_data(args.config, parse_config_overrides(extra), verbose=args.verbose)
+    if args.command == "distill":
+        return _distill(args, extra)
     if extra:
         _parser().error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "displacy":
@@ -146,6 +179,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "calibrate":
         return _calibrate(args)
     return _tag(args)
+
+
+def _distill(args: argparse.Namespace, extra: List[str]) -> int:
+    """`python -m spacy_crf distill`."""
+    from pathlib import Path
+
+    from spacy.cli._util import parse_config_overrides
+
+    from ..distill import distill
+    from ..resumable_training import budget_overrides
+
+    try:
+        distill(
+            args.teacher,
+            Path(args.config),
+            Path(args.output),
+            overrides={**budget_overrides(Path(args.config), args.max_steps), **parse_config_overrides(extra)},
+            texts=[Path(path) for path in args.text],
+            use_gpu=args.gpu_id,
+            progress=not args.no_progress,
+        )
+    except (ValueError, OSError) as err:
+        msg.fail(str(err))
+        return 1
+    return 0
 
 
 def _tag(args: argparse.Namespace) -> int:

@@ -48,9 +48,9 @@ from ..ml import (
 )
 from ..targets import UPOS_TAGS, Target, allowed_transitions, growth_plan, label_classes, label_parts
 from ..threads import in_torch_threads
+from .distillation import DistillationMixin
 from .saving import SavingMixin, checked_temperature
 from .settings import BATCH_WORDS, LEARN_NEW_LABELS, QUANTIZE, THREADS, Setting, check_setting, checked_cfg
-from .training import TrainingMixin
 
 if not Token.has_extension("crf_confidence"):
     Token.set_extension("crf_confidence", default=None)
@@ -79,11 +79,12 @@ class CRFPrediction(NamedTuple):
     candidates: Optional[List[List[Tuple[int, int, str, float]]]] = None
 
 
-class CRFComponent(TrainingMixin, SavingMixin, TrainablePipe):
+class CRFComponent(DistillationMixin, SavingMixin, TrainablePipe):
     """A pipeline component whose output layer is a linear-chain CRF.
 
     Training minimises the CRF negative log-likelihood (tokens without a gold
-    label are summed over); prediction is batched Viterbi decoding. A subclass
+    label are summed over), distillation the KL divergence from a teacher's
+    distribution; prediction is batched Viterbi decoding. A subclass
     sets TARGETS (its targets by name) or overrides `_target`, and may add
     settings to cfg.
     """

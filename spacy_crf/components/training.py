@@ -100,11 +100,7 @@ class TrainingMixin:
         losses (Optional[Dict[str, float]]): the running losses, by component.
         RETURNS (Dict[str, float]): the updated losses.
         """
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, f"{type(self).__name__}.update")
+        examples, losses = self._begin_step(examples, losses, "update")
         if not any(len(eg.predicted) for eg in examples):
             return losses
         if self.learn_new_labels and is_built(self.model):
@@ -136,11 +132,7 @@ class TrainingMixin:
         losses (Optional[Dict[str, float]]): the running losses, by component.
         RETURNS (Dict[str, float]): the updated losses.
         """
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, f"{type(self).__name__}.rehearse")
+        examples, losses = self._begin_step(examples, losses, "rehearse")
         if self._rehearsal_model is None:
             raise ValueError(Errors.E036.format(name=self.name))
         docs = [eg.predicted for eg in examples]
@@ -156,6 +148,18 @@ class TrainingMixin:
             return loss, d_batch
 
         return self._step(docs, loss_of, drop, sgd, losses)
+
+    def _begin_step(
+        self, examples: Iterable[Example], losses: Optional[Dict[str, float]], method: str
+    ) -> Tuple[List[Example], Dict[str, float]]:
+        """The examples as a list, checked (spaCy's validate_examples, naming
+        `method`), and the running losses with this component's entry."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, f"{type(self).__name__}.{method}")
+        return examples, losses
 
     def _step(
         self,

@@ -1,4 +1,4 @@
-"""Torch code of spacy-crf: the CRF maths, its loss and constraints, and the BiLSTM-CRF network (no spaCy).
+"""Torch code of spacy-crf: the CRF maths, its losses (NLL, distillation KL) and constraints, and the BiLSTM-CRF network (no spaCy).
 
 log_partition, negative_log_likelihood, viterbi_decode, marginals and
 nbest_decode are dispatch.py's: the fused Triton kernels on CUDA, factored.py
@@ -14,6 +14,7 @@ from .crf import (
     check_scores,
     path_score,
 )
+from .divergence import kl_divergence
 from .factored import factored_transitions
 from .kernels.dispatch import (
     log_partition,
@@ -40,6 +41,7 @@ __all__ = [
     "factored_transitions",
     "crf_loss",
     "forward_backward",
+    "kl_divergence",
     "log_partition",
     "marginals",
     "nbest_decode",

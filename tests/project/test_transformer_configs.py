@@ -16,21 +16,9 @@ pytest.importorskip("spacy_transformers")
 
 def save_tiny_bert(path):
     """A 1-layer BERT of width 32 and a word-level vocabulary of the test words."""
-    words = sorted({w.lower() for ws, _ in SENTENCES for w in ws} | {"ham", "like"})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    path.mkdir()
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tokenizer = transformers.BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    transformers.BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    from scripts.tiny_encoder import save_tiny_bert as save
+
+    save(path, [w for ws, _ in SENTENCES for w in ws] + ["ham", "like"])
 
 
 def train_with_tiny_bert(config, tmp_path, monkeypatch):
