@@ -681,6 +681,17 @@ def distillation(root: Path) -> str:
     return (environment_line(*records) + "\n\n" if records else "") + table(folder)
 
 
+def serving(root: Path) -> Optional[str]:
+    """benchmarks/runs/serving.json (`python -m benchmarks.serving`): the
+    torch-free engine against the torch engine and spaCy's components."""
+    import json
+
+    from benchmarks.serving import render_table
+
+    path = root / "benchmarks" / "runs" / "serving.json"
+    return render_table(json.loads(path.read_text())) if path.exists() else None
+
+
 RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     # the components' settings, from their declarations
     "settings-crf_tagger": functools.partial(settings, spine="TAGGER_SETTINGS"),
@@ -703,6 +714,7 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "converged-summary": converged_summary,
     "converged-probabilities": converged_probabilities,
     "distillation": distillation,
+    "serving": serving,
     # GPU
     "gpu-kernels": gpu_kernels,
     "gpu-pipeline": gpu_pipeline,

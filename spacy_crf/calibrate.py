@@ -27,6 +27,7 @@ from .calibration.temperature import CalibrationReport, TemperatureFit, fit_temp
 from .components import CRFComponent
 from .errors import Errors
 from .ml import CRFBatch, torch_network
+from .optional import require_torch
 from .targets import EntityTarget, gold_ids
 from .threads import torch_threads
 
@@ -53,6 +54,7 @@ class GoldScores:
         tagger = nlp.get_pipe(name)
         if not isinstance(tagger, CRFComponent):
             raise ValueError(Errors.E025.format(what=f"component '{name}'", reason="it is not a spacy-crf component"))
+        require_torch("Calibrating a temperature")  # the NLL runs the torch code
         if torch_network(tagger.model) is None:
             raise ValueError(Errors.E009.format(name=name))
         self.tagger = tagger
@@ -84,7 +86,9 @@ class GoldScores:
                 # cut as the component cuts them in prediction, at the model's own temperature
                 scores = tagger._scores([docs[i] for i in chunk], temperature=1.0)
                 for doc_ids, offset, batch in scores.parts():
-                    self.parts.append(([chunk[i] for i in doc_ids], offset, batch))
+                    # the NLL and its temperature search run the torch code
+                    torch_batch = batch if isinstance(batch, CRFBatch) else batch.to_torch()
+                    self.parts.append(([chunk[i] for i in doc_ids], offset, torch_batch))
 
     def nll(self, temperature: float) -> float:
         """The gold labels' negative log-likelihood at a temperature, summed

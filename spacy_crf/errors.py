@@ -191,6 +191,17 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E046 = "The environment variable {env} = {value!r} must be a whole number of at least 1: the bound on {name}."
     E047 = "Cannot read the file '{path}' of component '{name}': {reason}. The component was left unchanged."
+    E050 = (
+        "{feature} needs torch, which is not installed: spacy-crf serves (loads pipelines, tags, gives "
+        "marginals, n-best paths, uncertainty and entity probabilities) without it, and trains with it. "
+        "Install it with: {extra}"
+    )
+    E051 = (
+        "These weights were saved by spacy-crf 1.x or earlier as torch.save bytes, which only torch can "
+        "read, and torch is not installed. Re-save the pipeline once where torch is installed, to the "
+        "torch-free format: python -c \"import spacy; spacy.load('PIPELINE').to_disk('OUTPUT')\" "
+        "(or install torch: {extra})."
+    )
     E060 = (
         "Component '{name}' reads static vectors (include_static_vectors = true), "
         "but the pipeline's vocab has none. Load them first: [initialize] vectors "
@@ -233,7 +244,7 @@ class Errors(metaclass=ErrorsWithCodes):
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
         "Numba could not set up the CPU Viterbi ({error}); decoding with "
-        "torch's code instead (the same paths, slower). Where the package's "
+        "torch's code instead (the torch-free engine: numpy's), the same paths, slower. Where the package's "
         "folder is read-only, set NUMBA_CACHE_DIR to a writable folder."
     )
     W002 = (

@@ -41,9 +41,12 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, FrozenSet, Iterator, Optional, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterator, Optional, TypeVar, cast
 
-import torch
+from .optional import has_torch
+
+if TYPE_CHECKING or has_torch():
+    import torch
 
 from .errors import Errors
 
@@ -54,6 +57,24 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # needs more sets OMP_NUM_THREADS (or torch.set_num_threads) and threads = 0.
 MAX_THREADS = 256
 THREADS_ALLOWED = f"0 (auto) or a count from 1 to {MAX_THREADS} (for more, set threads = 0 and OMP_NUM_THREADS)"
+
+
+_no_torch_threads = threading.local()
+
+
+def _get_num_threads() -> int:
+    """torch.get_num_threads(); without torch, the count last set in this
+    thread (the BLAS limit is then all the setting changes)."""
+    if has_torch():
+        return torch.get_num_threads()
+    return int(getattr(_no_torch_threads, "count", torch_default_threads()))
+
+
+def _set_num_threads(n: int) -> None:
+    if has_torch():
+        torch.set_num_threads(n)
+    else:
+        _no_torch_threads.count = n
 
 
 @lru_cache(maxsize=1)
@@ -110,7 +131,7 @@ def resolve_threads(setting: int, current: Optional[int] = None) -> Optional[int
         )
     if setting > 0:
         return setting
-    current = torch.get_num_threads() if current is None else current
+    current = _get_num_threads() if current is None else current
     return None if user_chose_threads(current) else 1
 
 
@@ -138,7 +159,7 @@ def torch_threads(setting: int) -> Iterator[int]:
     """
     global _running, _process_count, _blas_scope
     with _lock:
-        before = torch.get_num_threads()
+        before = _get_num_threads()
         if _running == 0:
             _process_count = before
         elif not _scopes.seen:  # its count may be the one another call set
@@ -151,12 +172,12 @@ def torch_threads(setting: int) -> Iterator[int]:
             _blas_scope.enter_context(_blas_threads(wanted))
         _running += 1
     try:
-        if wanted is not None and wanted != torch.get_num_threads():
-            torch.set_num_threads(wanted)
-        yield torch.get_num_threads()
+        if wanted is not None and wanted != _get_num_threads():
+            _set_num_threads(wanted)
+        yield _get_num_threads()
     finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
+        if _get_num_threads() != before:
+            _set_num_threads(before)
         with _lock:
             _running -= 1
             if _running == 0 and _blas_scope is not None:

@@ -38,14 +38,15 @@ from ..ml import (
     CRFBatch,
     DocScores,
     add_labels,
+    any_shim,
     check_quantize,
     count_known_words,
     crf_shim,
+    is_built,
     set_constraints,
     set_label_classes,
     set_label_parts,
     set_quantize,
-    torch_network,
     uses_label_classes,
     uses_label_parts,
 )
@@ -185,7 +186,7 @@ class CRFComponent(DistillationMixin, SavingMixin, TrainablePipe):
     def quantize(self) -> str:
         """ "none", "int8" or "bf16": CPU prediction through an int8 (bfloat16)
         copy of the network."""
-        return crf_shim(self.model).quantize
+        return any_shim(self.model).quantize
 
     @quantize.setter
     def quantize(self, mode: str) -> None:
@@ -262,7 +263,7 @@ class CRFComponent(DistillationMixin, SavingMixin, TrainablePipe):
         new = [tag for tag in dict.fromkeys(tags) if tag not in self.tags]
         self._check_label_count(len(new))
         with self._unchanged_on_failure():
-            if torch_network(self.model) is not None:
+            if is_built(self.model):
                 self._grow(new)
                 return int(bool(new))
             return max(self._add(tag) for tag in tags)
@@ -272,16 +273,16 @@ class CRFComponent(DistillationMixin, SavingMixin, TrainablePipe):
         """Run the block; where it raises, put the labels and the network
         back as they were before it, then raise."""
         labels = list(self.cfg["labels"])
-        built = torch_network(self.model) is not None
-        shim = crf_shim(self.model)
-        snapshot = shim.snapshot() if built else None
+        # a built model grows on torch (E050 without it, before anything changes)
+        shim = crf_shim(self.model) if is_built(self.model) else None
+        snapshot = shim.snapshot() if shim is not None else None
         output_layer = self.model.get_ref("output_layer")
         n_out = output_layer.maybe_get_dim("nO")
         try:
             yield
         except BaseException:
             self.cfg["labels"] = labels
-            if snapshot is not None:
+            if shim is not None and snapshot is not None:
                 shim.restore(snapshot)
                 output_layer.set_dim("nO", n_out, force=True)  # type: ignore[arg-type]  # None unsets it; the stub says int
                 set_constraints(self.model, self._constraint_masks())
@@ -527,7 +528,7 @@ class CRFComponent(DistillationMixin, SavingMixin, TrainablePipe):
         """The model's scores for the docs, cut as prediction cuts them (long
         docs window by window, by sentence where set), at the component's
         temperature or the one given (1.0: the model's own, for calibration)."""
-        if torch_network(self.model) is None:
+        if not is_built(self.model):
             raise ValueError(Errors.E009.format(name=self.name))
         return DocScores(
             self.model,

@@ -17,11 +17,11 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Optimizer
 
+from ..engine import NEG_INF
 from ..errors import Errors
 from ..ml import CRFBatch, DocScores
 from ..ml.batch_loss import distillation_batch_loss
 from ..ml.teacher_scores import TeacherScores, teacher_scores
-from ..nn import NEG_INF
 from ..threads import in_torch_threads
 from .training import TrainingMixin, in_training_threads
 
@@ -55,7 +55,9 @@ class DistillationMixin(TrainingMixin):
         """
         docs = list(docs)
         scores = self._scores(docs)
-        return teacher_scores(self.model, self.tags, len(docs), scores.parts(), self.temperature)
+        # on the torch-free engine (SPACY_CRF_ENGINE=numpy), as the torch path's batches
+        parts = ((ids, offset, b if isinstance(b, CRFBatch) else b.to_torch()) for ids, offset, b in scores.parts())
+        return teacher_scores(self.model, self.tags, len(docs), parts, self.temperature)
 
     @in_training_threads
     def distill(

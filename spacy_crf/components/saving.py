@@ -290,7 +290,7 @@ class SavingMixin:
             self._forget_output_sizes()
             self.model.from_bytes(backup_model)
             set_constraints(self.model, self._constraint_masks())
-            if isinstance(e, (UnsafeModelError, DamagedModelError)):
+            if isinstance(e, (UnsafeModelError, DamagedModelError, ImportError)):  # ImportError: E050, E051
                 raise
             raise ValueError(Errors.E008.format(name=self.name, detail=str(e))) from e
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Mapping, Tuple
 
 from ..errors import Errors
-from ..nn.quantize import MODES as QUANTIZE_MODES
+from ..ml.bilstm_crf import QUANTIZE_MODES
 from ..targets import ENTITY_SCHEMES, MORPH_TARGETS, SCHEMES, TOKEN_TARGETS
 from ..threads import MAX_THREADS, THREADS_ALLOWED
 

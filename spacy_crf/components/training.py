@@ -12,7 +12,7 @@ from spacy.training import Example, validate_examples
 from thinc.api import Model, Optimizer, set_dropout_rate
 
 from ..errors import Errors
-from ..ml import CRFBatch, crf_batch_loss, torch_network
+from ..ml import CRFBatch, crf_batch_loss, is_built
 from ..targets import gold_ids, partial_gold
 from ..threads import checked_threads, in_torch_threads, torch_threads
 
@@ -108,7 +108,7 @@ class TrainingMixin:
         examples, losses = self._begin_step(examples, losses, "update")
         if not any(len(eg.predicted) for eg in examples):
             return losses
-        if self.learn_new_labels and torch_network(self.model) is not None:
+        if self.learn_new_labels and is_built(self.model):
             unseen = sorted(self.target.labels_in(examples, known=self.tags) - set(self.tags))
             for label in unseen:
                 self._check_label(label)

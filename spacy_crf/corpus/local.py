@@ -21,6 +21,7 @@ from typing import Any, Deque, Dict, Iterable, Iterator, Optional
 
 from spacy.language import Language
 
+from ..optional import has_torch
 from .inputs import Chunk, ChunkData, ReadOptions, read_chunk
 from .pipeline import ChunkResult, ChunkTagger, pipeline_from_payload, pipeline_payload
 
@@ -31,10 +32,11 @@ _WORKER_TAGGER: Optional[ChunkTagger] = None
 
 def _init_worker(payload: Dict[str, Any], output_format: str, batch_size: int, driver: int) -> None:
     global _WORKER_TAGGER
-    import torch
-
     _die_with_parent(driver)
-    torch.set_num_threads(1)  # one core per worker process
+    if has_torch():
+        import torch
+
+        torch.set_num_threads(1)  # one core per worker process
     _WORKER_TAGGER = ChunkTagger(pipeline_from_payload(payload), output_format=output_format, batch_size=batch_size)
 
 

@@ -2,19 +2,23 @@
 the torch network, the model's output (`CRFBatch`) and the loss the component
 calls. The torch maths itself lives in `spacy_crf.nn`."""
 
+from ..engine.batch import ArrayCRFBatch
 from . import legacy  # noqa: F401  (registers the superseded architectures)
 from .batch_loss import crf_batch_loss
 from .bilstm_crf import (
     add_labels,
+    any_shim,
     build_bilstm_crf_v4,
     check_quantize,
     crf_shim,
     first_non_finite_weight,
+    is_built,
     set_constraints,
     set_label_classes,
     set_label_parts,
     set_quantize,
     torch_network,
+    uses_array_engine,
     uses_label_classes,
     uses_label_parts,
 )
@@ -28,6 +32,7 @@ from .embed import (
 
 __all__ = [
     "add_labels",
+    "ArrayCRFBatch",
     "CRFBatch",
     "DocScores",
     "build_bilstm_crf_v4",
@@ -36,6 +41,7 @@ __all__ = [
     "check_quantize",
     "count_known_words",
     "crf_batch_loss",
+    "any_shim",
     "crf_shim",
     "first_non_finite_weight",
     "merge_nbest",
@@ -43,7 +49,9 @@ __all__ = [
     "set_label_classes",
     "set_label_parts",
     "set_quantize",
+    "is_built",
     "torch_network",
+    "uses_array_engine",
     "uses_label_classes",
     "uses_label_parts",
 ]

@@ -2,15 +2,21 @@
 log-likelihood of gold labels (training), the KL divergence from a
 teacher's distribution (distillation)."""
 
-from typing import Callable, Optional, Sequence, Tuple
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple
 
 import numpy
-import torch
 
-from ..nn import CRFScores, crf_loss
-from ..nn.divergence import kl_divergence
+from ..optional import has_torch
 from .crf_batch import CRFBatch
 from .teacher_scores import TeacherScores
+
+if TYPE_CHECKING or has_torch():
+    import torch
+
+    from ..nn import CRFScores, crf_loss
+    from ..nn.divergence import kl_divergence
 
 
 def crf_batch_loss(

@@ -7,24 +7,38 @@ builds it once the input width and the number of labels are known (at
 returns a `CRFBatch`, which maps the chunks back to docs.
 """
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy
-import torch
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import ArgsKwargs, Model, chain, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, Model, chain
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.types import Floats2d, Floats3d
 
+from ..engine.batch import ArrayCRFBatch
+from ..engine.modes import engine_mode
+from ..engine.network import EMISSIONS, TRANSITIONS
 from ..errors import Errors
-from ..nn import BiLSTMCRF, CRFScores, PackedScores
-from ..nn import quantize as quantization
-from ..nn.emissions import EMISSIONS
-from ..nn.network import TRANSITIONS
+from ..optional import has_torch, require_torch, torch_needed
 from .arguments import FLAG, POSITIVE, RATE, WHOLE, check_arguments
 from .crf_batch import CRFBatch, row_layout
-from .shim import CRFShim
+from .serving_shim import ServingShim
+
+if TYPE_CHECKING or has_torch():
+    import torch
+    from thinc.api import torch2xp, xp2torch
+
+    from ..nn import BiLSTMCRF, CRFScores, PackedScores
+    from ..nn import quantize as quantization
+    from .shim import CRFShim
+
+# spacy_crf.nn.quantize.MODES, known without torch
+QUANTIZE_MODES = ("none", "int8", "bf16")
+# the model's output: the torch path's scores, or the torch-free engine's
+ModelOutput = Union[CRFBatch, ArrayCRFBatch]
+# either shim: CRFShim (torch installed) or ServingShim
+AnyShim = Union["CRFShim", ServingShim]
 
 
 @registry.architectures("spacy_crf.BiLSTMCRF.v4")
@@ -76,7 +90,8 @@ def build_bilstm_crf_v4(
         raise ValueError(Errors.E022.format(value=transitions, options=", ".join(TRANSITIONS)))
     if emissions not in EMISSIONS:
         raise ValueError(Errors.E028.format(value=emissions, options=", ".join(EMISSIONS)))
-    shim = CRFShim(
+    shim_class = CRFShim if has_torch() else ServingShim
+    shim = shim_class(
         hidden_width=hidden_width,
         depth=depth,
         dropout=dropout,
@@ -85,7 +100,7 @@ def build_bilstm_crf_v4(
         transitions=transitions,
         emissions=emissions,
     )
-    wrapper: Model[List[Floats2d], Union[CRFScores, PackedScores]] = Model(
+    wrapper: Model[List[Floats2d], Union["CRFScores", "PackedScores"]] = Model(
         "pytorch",
         pytorch_forward,
         attrs={"convert_inputs": _convert_inputs, "convert_outputs": _convert_outputs},
@@ -106,22 +121,49 @@ def build_bilstm_crf_v4(
     return model
 
 
-def crf_shim(model: Model) -> CRFShim:
-    """The shim of a BiLSTMCRF model (or of its output layer)."""
+def crf_shim(model: Model) -> "CRFShim":
+    """The torch shim of a BiLSTMCRF model (or of its output layer); without
+    torch, E050 naming what needs it (see `any_shim`)."""
+    shim = any_shim(model)
+    if isinstance(shim, ServingShim):
+        require_torch("This use of the model")
+    return cast("CRFShim", shim)
+
+
+def any_shim(model: Model) -> AnyShim:
+    """The shim of a BiLSTMCRF model (or of its output layer): CRFShim, or
+    ServingShim where torch is not installed."""
     layer = model.get_ref("output_layer") if model.has_ref("output_layer") else model
-    return cast(CRFShim, layer.layers[0].shims[0])
+    return cast(AnyShim, layer.layers[0].shims[0])
 
 
-def torch_network(model: Model) -> Optional[BiLSTMCRF]:
+def is_built(model: Model) -> bool:
+    """Whether the model's network is built (initialized or loaded)."""
+    return any_shim(model).network is not None
+
+
+def torch_network(model: Model) -> Optional["BiLSTMCRF"]:
     """RETURNS (Optional[BiLSTMCRF]): the model's torch network, None until built."""
     return crf_shim(model).network
+
+
+def uses_array_engine(model: Model) -> bool:
+    """Whether prediction runs the torch-free engine: always without torch;
+    with it, where SPACY_CRF_ENGINE is "numpy" ("auto" is torch: see
+    `spacy_crf.engine.modes.engine_mode`)."""
+    mode = engine_mode()
+    if isinstance(any_shim(model), ServingShim):
+        if mode == "torch":
+            raise torch_needed("SPACY_CRF_ENGINE=torch")
+        return True
+    return mode == "numpy"
 
 
 def set_constraints(model: Model, masks: Optional[Sequence[numpy.ndarray]]) -> None:
     """Give the CRF hard constraints: bool masks (K, K) transitions, (K,)
     start, (K,) end, as from `spacy_crf.constraints.allowed_transitions`; None
     allows everything. They hold across saving and loading the weights."""
-    crf_shim(model).set_constraints(None if masks is None else cast(Tuple[Any, Any, Any], tuple(masks)))
+    any_shim(model).set_constraints(None if masks is None else cast(Tuple[Any, Any, Any], tuple(masks)))
 
 
 def add_labels(
@@ -146,8 +188,10 @@ def add_labels(
 def check_quantize(mode: str, name: str) -> None:
     """Raise E026 for an unknown quantize mode, E027 for "int8" where this
     torch cannot quantize (`name`: the component's)."""
-    if mode not in quantization.MODES:
-        raise ValueError(Errors.E026.format(name=name, value=mode, options=list(quantization.MODES)))
+    if mode not in QUANTIZE_MODES:
+        raise ValueError(Errors.E026.format(name=name, value=mode, options=list(QUANTIZE_MODES)))
+    if mode != "none":
+        require_torch(f"quantize={mode!r}")
     if mode == "int8" and not quantization.available():
         raise ValueError(Errors.E027.format(name=name, version=torch.__version__))
 
@@ -156,29 +200,29 @@ def set_quantize(model: Model, mode: str) -> None:
     """ "none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
     copy of the torch network (spacy_crf.nn.quantize); training and saving
     are unchanged."""
-    crf_shim(model).set_quantize(mode)
+    any_shim(model).set_quantize(mode)
 
 
 def set_label_classes(model: Model, classes: Optional[Sequence[int]]) -> None:
     """Give the network the class id (0..C-1) of each label, before it is
     built: factored transitions need them; full ones ignore them."""
-    crf_shim(model).set_label_classes(classes)
+    any_shim(model).set_label_classes(classes)
 
 
 def set_label_parts(model: Model, parts: Optional[Sequence[Sequence[int]]]) -> None:
     """Give the network the part ids of each label before it is built:
     composed emissions need them; full ones ignore them."""
-    crf_shim(model).set_label_parts(parts)
+    any_shim(model).set_label_parts(parts)
 
 
 def uses_label_parts(model: Model) -> bool:
     """Whether the model's emissions are composed from the labels' parts."""
-    return crf_shim(model).cfg["network"].get("emissions") == "composed"
+    return any_shim(model).cfg["network"].get("emissions") == "composed"
 
 
 def uses_label_classes(model: Model) -> bool:
     """Whether the model's transitions are factored by the labels' classes."""
-    return crf_shim(model).cfg["network"].get("transitions") == "factored"
+    return any_shim(model).cfg["network"].get("transitions") == "factored"
 
 
 def _crf_layer_init(model: Model, X: Optional[List[Floats2d]] = None, Y: Any = None) -> None:
@@ -188,10 +232,10 @@ def _crf_layer_init(model: Model, X: Optional[List[Floats2d]] = None, Y: Any = N
     nI, nO = model.maybe_get_dim("nI"), model.maybe_get_dim("nO")
     if not nI or not nO:
         raise ValueError(Errors.E011.format(nI=nI, nO=nO))
-    crf_shim(model).build(nI, nO)
+    any_shim(model).build(nI, nO)
 
 
-def predict_by_pieces(model: Model, docs: List[Doc], pieces: Sequence[Sequence[int]]) -> CRFBatch:
+def predict_by_pieces(model: Model, docs: List[Doc], pieces: Sequence[Sequence[int]]) -> ModelOutput:
     """`model.predict(docs)`, with each doc read as its consecutive pieces
     (e.g. its sentences): the BiLSTM and the CRF read each piece as a row of
     its own (cut by chunk_size where longer), as they would a doc of its own;
@@ -202,7 +246,7 @@ def predict_by_pieces(model: Model, docs: List[Doc], pieces: Sequence[Sequence[i
     docs (List[Doc]): the docs.
     pieces (Sequence[Sequence[int]]): per doc, the lengths of its pieces, in
         order, summing to the doc's length.
-    RETURNS (CRFBatch): the scores, one row per piece (or chunk of one).
+    RETURNS (ModelOutput): the scores, one row per piece (or chunk of one).
     """
     if len(pieces) != len(docs):
         raise ValueError(f"{len(pieces)} lists of pieces for {len(docs)} docs")
@@ -213,20 +257,27 @@ def predict_by_pieces(model: Model, docs: List[Doc], pieces: Sequence[Sequence[i
     return _score_pieces(model.get_ref("output_layer"), X, pieces, is_train=False)[0]
 
 
-def _crf_layer_forward(model: Model, X: List[Floats2d], is_train: bool) -> Tuple[CRFBatch, Callable]:
+def _crf_layer_forward(model: Model, X: List[Floats2d], is_train: bool) -> Tuple[ModelOutput, Callable]:
     """Cut docs longer than chunk_size into chunks; score the chunks."""
     return _score_pieces(model, X, [[len(x)] for x in X], is_train)
 
 
 def _score_pieces(
     model: Model, X: List[Floats2d], pieces: Sequence[Sequence[int]], is_train: bool
-) -> Tuple[CRFBatch, Callable]:
+) -> Tuple[ModelOutput, Callable]:
     """Score each doc's pieces (cut where longer than chunk_size) as rows."""
-    if crf_shim(model).network is None:
+    if not is_built(model):
         raise ValueError(Errors.E009.format(name=model.name))
     xp = model.ops.xp
     chunk_size = model.attrs["chunk_size"]
     doc_lengths, lengths, rows_per_doc = row_layout(pieces, chunk_size)
+    if not is_train and uses_array_engine(model):
+        arrays = cast(List[numpy.ndarray], X)
+        rows = arrays if len(lengths) == len(X) else numpy.split(numpy.concatenate(arrays), numpy.cumsum(lengths)[:-1])
+        scores = any_shim(model).array_network().scores(rows)
+        return ArrayCRFBatch(scores, doc_lengths, lengths, rows_per_doc), _no_backprop
+    if isinstance(any_shim(model), ServingShim):
+        require_torch("Training")
     if len(lengths) == len(X):
         scores, backprop_rows = model.layers[0](X, is_train)
     else:
@@ -240,6 +291,10 @@ def _score_pieces(
         return xp.split(xp.concatenate(d_rows), numpy.cumsum(doc_lengths)[:-1].tolist())
 
     return CRFBatch(scores, doc_lengths, lengths, rows_per_doc), backprop
+
+
+def _no_backprop(d_batch: Any) -> Any:
+    raise ValueError("prediction on the torch-free engine has no gradient")
 
 
 def joined_rows(X: List[Floats2d]) -> Floats2d:
@@ -273,9 +328,9 @@ def _convert_inputs(
     padded into (B, T, D)."""
     ops = model.ops
     lengths = [len(x) for x in X]
-    device = cast(CRFShim, model.shims[0]).device
+    device = cast("CRFShim", model.shims[0]).device
     lengths_cpu = torch.tensor(lengths, dtype=torch.long)
-    network = cast(CRFShim, model.shims[0]).network
+    network = cast("CRFShim", model.shims[0]).network
     assert network is not None  # _score_pieces raised E009 otherwise
     width = X[0].shape[1] if X else network.n_inputs
     if device.type == "cpu":
@@ -303,13 +358,13 @@ def _convert_inputs(
 
 
 def _convert_outputs(
-    model: Model, X_Ytorch: Tuple[List[Floats2d], Union[CRFScores, PackedScores]], is_train: bool
-) -> Tuple[Union[CRFScores, PackedScores], Callable[[CRFScores], ArgsKwargs]]:
+    model: Model, X_Ytorch: Tuple[List[Floats2d], Union["CRFScores", "PackedScores"]], is_train: bool
+) -> Tuple[Union["CRFScores", "PackedScores"], Callable[["CRFScores"], ArgsKwargs]]:
     """Hand the torch scores on as they are (packed in prediction on the
     CPU); route their gradients back."""
     _, scores = X_Ytorch
 
-    def backprop(d_scores: CRFScores) -> ArgsKwargs:
+    def backprop(d_scores: "CRFScores") -> ArgsKwargs:
         # in training the scores are padded (CRFScores), and each field with a gradient is a tensor
         padded = cast(Tuple[torch.Tensor, ...], scores)
         pairs = [(y, dy) for y, dy in zip(padded, d_scores) if dy is not None and y.requires_grad]
@@ -327,6 +382,10 @@ def first_non_finite_weight(model: Model) -> Optional[str]:
         for name in node.param_names:
             if node.has_param(name) and not bool(node.ops.xp.isfinite(node.get_param(name)).all()):
                 return f"{node.name}.{name}"
+    shim = any_shim(model)
+    if isinstance(shim, ServingShim):
+        found = None if shim.network is None else shim.network.first_non_finite()
+        return None if found is None else f"network.{found}"
     network = torch_network(model)
     if network is not None:
         for name, tensor in network.state_dict().items():

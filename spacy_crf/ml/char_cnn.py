@@ -10,7 +10,7 @@ at fixed positions; this reads every byte of the word, wherever it is.
 Each distinct word (ORTH) of a batch is encoded once and copied to its
 tokens; the gradients of its tokens are summed back into it. A word's bytes
 are looked up once per process. Thinc's code runs on NumpyOps and on CupyOps;
-on NumpyOps nn/kernels/char_cnn_numba.py's loops run instead (the same vectors and
+on NumpyOps engine/char_cnn_numba.py's loops run instead (the same vectors and
 gradients to float rounding, much faster), unless SPACY_CRF_KERNELS=torch asks
 for the reference code or Numba cannot be set up. CharCNN.v1 is in
 spacy_crf/ml/legacy.py.
@@ -28,8 +28,8 @@ from spacy.util import registry
 from thinc.api import Maxout, Model, NumpyOps, uniform_init
 from thinc.types import Floats2d
 
+from ..engine.modes import kernel_mode
 from ..errors import Warnings
-from ..nn.kernels.dispatch import kernel_mode
 from ..typed_api import asarray, asarray1i, unflatten
 from .features import per_distinct_word
 
@@ -187,7 +187,7 @@ def _numba_module() -> Optional[ModuleType]:
     if importlib.util.find_spec("numba") is None:
         return None
     try:
-        from ..nn.kernels import char_cnn_numba
+        from ..engine import char_cnn_numba
     except (ImportError, RuntimeError, OSError) as error:
         warnings.warn(Warnings.W002.format(error=error), stacklevel=2)
         return None

@@ -43,9 +43,11 @@ from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
 from thinc.api import Model
 
+from ..engine.batch import ArrayCRFBatch
 from ..errors import Errors, NonFiniteScoresError
 from ..typed_api import hash_string
-from .bilstm_crf import crf_shim, predict_by_pieces
+from .bilstm_crf import ModelOutput as AnyBatch
+from .bilstm_crf import crf_shim, predict_by_pieces, uses_array_engine
 from .crf_batch import (
     CRFBatch,
     Ranked,
@@ -84,7 +86,7 @@ class DocScores:
 
     def decode(self) -> List[numpy.ndarray]:
         """Per doc, the Viterbi label ids (int64, one per token)."""
-        return [_concatenate(parts) for parts in self._per_doc(CRFBatch.decode)]
+        return [_concatenate(parts) for parts in self._per_doc(lambda batch: batch.decode())]
 
     def decode_with_confidence(self) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:
         """Per doc, the Viterbi label ids and each one's marginal probability."""
@@ -95,13 +97,13 @@ class DocScores:
 
     def marginals(self) -> List[numpy.ndarray]:
         """Per doc, the (n_tokens, K) marginal probability of every label."""
-        return [_concatenate(parts) for parts in self._per_doc(CRFBatch.marginals)]
+        return [_concatenate(parts) for parts in self._per_doc(lambda batch: batch.marginals())]
 
     def uncertainty(self) -> List[Tuple[float, numpy.ndarray]]:
         """Per doc, the log probability of its best path (windows are
         independent: their log probabilities add up) and each token's
         marginal entropy, as `CRFBatch.uncertainty`."""
-        parts = self._per_doc(CRFBatch.uncertainty)
+        parts = self._per_doc(lambda batch: batch.uncertainty())
         return [(sum(lp for lp, _ in doc_parts), _concatenate([e for _, e in doc_parts])) for doc_parts in parts]
 
     def nbest(self, k: int) -> List[List[Ranked]]:
@@ -193,7 +195,7 @@ class DocScores:
         joined_confidences = [_concatenate(parts) for parts in confidences] if confidence else None
         return [_concatenate(parts) for parts in ids], joined_confidences, spans, probs
 
-    def _per_doc(self, method: Callable[[CRFBatch], List[T]]) -> List[List[T]]:
+    def _per_doc(self, method: Callable[[AnyBatch], List[T]]) -> List[List[T]]:
         """`method` on every scored part; per doc, its parts' results in order."""
         results: List[List[T]] = [[] for _ in self.docs]
         for doc_ids, _, batch in self.parts():
@@ -201,7 +203,7 @@ class DocScores:
                 results[i].append(result)
         return results
 
-    def parts(self) -> Iterator[Tuple[List[int], int, CRFBatch]]:
+    def parts(self) -> Iterator[Tuple[List[int], int, AnyBatch]]:
         """(which docs, the part's first token in its doc, their batch at this
         object's temperature): the short docs together (offset 0), then each
         window of each long doc alone, one model call each, one at a time."""
@@ -214,17 +216,20 @@ class DocScores:
                 for start in range(0, len(doc), window):
                     yield [i], start, self._score([doc[start : start + window].as_doc()])
 
-    def _score(self, docs: List[Doc]) -> CRFBatch:
+    def _score(self, docs: List[Doc]) -> AnyBatch:
         """The batch of the docs, at this object's temperature."""
         if not any(len(doc) for doc in docs):
             n_labels = self.model.get_ref("output_layer").get_dim("nO")
-            batch = CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
+            if uses_array_engine(self.model):
+                batch: AnyBatch = ArrayCRFBatch.empty(len(docs), n_labels)
+            else:
+                batch = CRFBatch.empty(len(docs), n_labels, crf_shim(self.model).device)
         else:
             pieces = sentence_lengths_of(docs) if self.by_sentence else []
             if any(len(doc_pieces) > 1 for doc_pieces in pieces):
                 batch = predict_by_pieces(self.model, docs, pieces)
             else:
-                batch = self.model.predict(docs)
+                batch = cast(AnyBatch, self.model.predict(docs))
             if not batch.is_finite():
                 raise NonFiniteScoresError(Errors.E034.format(n_docs=len(docs), n_tokens=sum(len(d) for d in docs)))
         return batch.with_temperature(self.temperature)

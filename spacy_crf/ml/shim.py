@@ -33,7 +33,6 @@ import io
 import pickle
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
-import srsly
 import torch
 from thinc.api import (
     ArgsKwargs,
@@ -43,6 +42,8 @@ from thinc.api import (
     xp2torch,
 )
 
+from ..engine import weights
+from ..engine.network import ArrayNetwork, arrays_from_state
 from ..errors import Errors, UnsafeModelError
 from ..nn import BiLSTMCRF
 from ..nn import quantize as quantization
@@ -71,6 +72,7 @@ class CRFShim(PyTorchShim):
         self.label_parts: Optional[List[List[int]]] = None
         self.quantize = "none"
         self._inference_copy: Optional[torch.nn.Module] = None
+        self._array_copy: Optional[ArrayNetwork] = None
 
     def set_quantize(self, mode: str) -> None:
         """ "none", "int8" or "bf16": predict on the CPU with an int8 (bfloat16)
@@ -78,7 +80,7 @@ class CRFShim(PyTorchShim):
         if mode not in quantization.MODES:
             raise ValueError(f"quantize must be one of {quantization.MODES}, got {mode!r}")
         self.quantize = mode
-        self._inference_copy = None
+        self._inference_copy = self._array_copy = None
 
     def predict(self, inputs: ArgsKwargs) -> Any:
         """The network's output without gradients, from its eval view; with
@@ -182,7 +184,7 @@ class CRFShim(PyTorchShim):
         self._apply_constraints()
 
     def _apply_constraints(self) -> None:
-        self._inference_copy = None
+        self._inference_copy = self._array_copy = None
         network = self._model
         if network is None:
             return
@@ -195,7 +197,7 @@ class CRFShim(PyTorchShim):
     def finish_update(self, optimizer: Any) -> None:
         if self._model is None:
             return
-        self._inference_copy = None
+        self._inference_copy = self._array_copy = None
         for name, param in self._model.named_parameters():
             if param.grad is None:
                 continue
@@ -233,13 +235,13 @@ class CRFShim(PyTorchShim):
         backup = {k: v.clone() for k, v in self._model.state_dict().items()}
         self._model.load_state_dict(state, strict=False)
         self._flatten()
-        self._inference_copy = None
+        self._inference_copy = self._array_copy = None
         try:
             yield
         finally:
             self._model.load_state_dict(backup)
             self._flatten()
-            self._inference_copy = None
+            self._inference_copy = self._array_copy = None
 
     def to_device(self, device_type: str, device_id: int) -> None:
         if self._model is not None:
@@ -247,26 +249,43 @@ class CRFShim(PyTorchShim):
             self._apply_constraints()
 
     def to_bytes(self) -> bytes:
-        state = None
-        if self._model is not None:
-            buffer = io.BytesIO()
-            torch.save(self._model.state_dict(), buffer)
-            state = buffer.getvalue()
-        return srsly.msgpack_dumps({"config": self.cfg, "state": state})
+        """The settings and weights in the torch-free format (spacy_crf.engine.weights)."""
+        arrays = None if self._model is None else arrays_from_state(self._model.state_dict())
+        return weights.dump_network(self.cfg, arrays)
+
+    def array_network(self) -> ArrayNetwork:
+        """The network's weights on the torch-free engine, with its
+        constraints (made anew after the weights changed)."""
+        network = self._array_copy
+        if network is None:
+            assert self._model is not None  # checked by the caller (E009)
+            network = ArrayNetwork(self.cfg["network"], arrays_from_state(self._model.state_dict()))
+            constraints = self._constraints
+            masks = (
+                None
+                if constraints is None
+                else (constraints[0].cpu().numpy(), constraints[1].cpu().numpy(), constraints[2].cpu().numpy())
+            )
+            network.set_constraints(masks)
+            self._array_copy = network
+        return network
 
     def from_bytes(self, bytes_data: bytes) -> "CRFShim":
-        """Rebuild the network from saved sizes and weights.
+        """Rebuild the network from saved sizes and weights (either format:
+        the torch-free arrays, or torch.save bytes of earlier releases).
 
         Raises UnsafeModelError if the weights would need code to load, and
         ValueError naming the setting if they were made with other settings.
         """
-        msg = srsly.msgpack_loads(bytes_data)
-        if not isinstance(msg, dict) or "state" not in msg:
-            raise ValueError("no torch network in the data")
-        if msg["state"] is None:  # saved before it was built
-            self._model = None
-            return self
-        state = _load_weights(msg["state"], self.device)
+        msg = weights.load_message(bytes_data)
+        if weights.is_torch_format(msg):  # spacy-crf 1.x and earlier
+            state = _load_weights(msg["state"], self.device)
+        else:
+            arrays = weights.arrays_of(msg) if "arrays" in msg else None
+            if arrays is None:  # saved before it was built
+                self._model = None
+                return self
+            state = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
         saved: Dict[str, Any] = (msg.get("config") or {}).get("network") or _settings_from_weights(state)
         configured = self.cfg["network"]
         for key in STRUCTURAL:

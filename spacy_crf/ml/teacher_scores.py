@@ -11,18 +11,24 @@ say) runs once per doc, and the marginals are recomputed from its scores in
 every step.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
-import torch
 from thinc.api import Model
 
 from ..errors import Errors
-from ..nn import CRFScores
-from ..nn.constraints import forbid
+from ..optional import has_torch
 from .bilstm_crf import torch_network
 from .crf_batch import CRFBatch, grid_index, temper
+
+if TYPE_CHECKING or has_torch():  # distillation trains: it needs torch (spacy-crf[torch])
+    import torch
+
+    from ..nn import CRFScores
+    from ..nn.constraints import forbid
 
 
 @dataclass

@@ -16,8 +16,6 @@ from typing import Sequence
 import torch
 from torch import nn
 
-EMISSIONS = ("full", "composed")
-
 
 class ComposedEmission(nn.Module):
     """Label scores as the sum of the label's parts' scores plus a bias.

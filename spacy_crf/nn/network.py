@@ -11,14 +11,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+from ..engine.network import EMISSIONS, TRANSITIONS
 from .constraints import forbid
 from .crf import CRFScores
-from .emissions import EMISSIONS, ComposedEmission
+from .emissions import ComposedEmission
 from .factored import factored_transitions
 from .kernels import bucketed_lstm
 from .packed import PackedScores, packing_rows, pad_tokens, token_index, token_starts
-
-TRANSITIONS = ("full", "factored")
 
 
 class BiLSTMCRF(nn.Module):

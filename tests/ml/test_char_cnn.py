@@ -129,7 +129,7 @@ def test_fused_training_equals_thincs_code(docs, monkeypatch, window, n_pieces):
     """Training on NumpyOps runs char_cnn_numba's loops: Thinc's outputs and
     gradients (SPACY_CRF_KERNELS=torch runs Thinc's code), and after a
     prediction (is_train=False) a caller that backpropagates gets them too."""
-    from spacy_crf.nn.kernels import char_cnn_numba
+    from spacy_crf.engine import char_cnn_numba
 
     calls = []
     real = char_cnn_numba.encode_words_for_training

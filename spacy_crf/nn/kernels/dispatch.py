@@ -18,7 +18,7 @@ kernels on a GPU.
             for CPU tensors (where Numba is installed), torch otherwise
     torch   always the torch code, e.g. to rule the kernels out when debugging
             (and Thinc's code for the character CNN, whose CPU loops
-            nn/kernels/char_cnn_numba.py runs in every other mode)
+            engine/char_cnn_numba.py runs in every other mode)
     triton  the Triton kernels wherever they can run: CUDA tensors, and CPU
             tensors when Triton's interpreter is on (TRITON_INTERPRET=1 before
             the kernels are first imported), which is how the tests run them
@@ -34,7 +34,6 @@ about to run.
 """
 
 import importlib.util
-import os
 import warnings
 from functools import lru_cache
 from types import ModuleType
@@ -42,32 +41,15 @@ from typing import Optional, Tuple
 
 import torch
 
+from ...engine.modes import kernel_mode
 from ...errors import Warnings
 from .. import crf, factored
 from ..crf import CRFScores
 from ..packed import PackedScores
 
-MODES = ("auto", "torch", "triton", "numba")
 # triton_crf.MAX_LABELS, known here without importing Triton
 KERNEL_MAX_LABELS = 128
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-
-
-def kernel_mode(kernels: Optional[str] = None) -> str:
-    """The mode in force, checked.
-
-    kernels (Optional[str]): "auto", "torch" or "triton"; None for the value
-        of SPACY_CRF_KERNELS ("auto" when unset).
-    RETURNS (str): "auto", "torch" or "triton".
-    """
-    if kernels is None:
-        mode = os.environ.get("SPACY_CRF_KERNELS", "auto").strip().lower() or "auto"
-        if mode not in MODES:
-            raise ValueError(f"SPACY_CRF_KERNELS must be one of {', '.join(MODES)}, got {mode!r}")
-        return mode
-    if kernels not in MODES:
-        raise ValueError(f"kernels must be one of {', '.join(MODES)}, got {kernels!r}")
-    return kernels
 
 
 # The kernels use Triton 3's interpreter and language; torch < 2.4 brings Triton 2.
