@@ -22,7 +22,7 @@ from . import NEG_INF
 from .crf import forward_backward, is_forbidden, nbest_decode
 from .crf import marginals as crf_marginals
 from .network import ArrayScores
-from .rows import Ranked, Span, SpanProbabilities, check_spans, grid_index, merge_nbest, paths_at_most, spans_in_rows
+from .rows import Ranked, Span, SpanProbabilities, check_spans, grid_index, paths_at_most, ranked_per_doc, spans_in_rows
 from .spans import all_span_log_probs, span_log_probs
 from .viterbi import viterbi_decode
 
@@ -155,19 +155,7 @@ class ArrayCRFBatch:
         _, _, log_z = forward_backward(t.emissions, t.mask, t.transitions, t.start, t.end)
         valid = values > NEG_INF / 2
         log_probs = values / self.temperature - log_z[:, None]
-        chunks: List[List[Ranked]] = []
-        for row, n in enumerate(self.row_lengths):
-            ranked = [
-                (tuple(paths[row, r, :n].tolist()), float(log_probs[row, r]))
-                for r in range(paths.shape[1])
-                if valid[row, r]
-            ]
-            chunks.append(ranked if n else [((), 0.0)])
-        per_doc, start = [], 0
-        for n_rows in self.rows_per_doc:
-            per_doc.append(merge_nbest(chunks[start : start + n_rows], k))
-            start += n_rows
-        return per_doc
+        return ranked_per_doc(paths, valid, log_probs, self.row_lengths, self.rows_per_doc, k)
 
     def to_torch(self) -> Any:
         """The same batch as the torch path's CRFBatch (needs torch: E050)."""

@@ -90,6 +90,39 @@ def grid_index(lengths: Sequence[int], width: int) -> numpy.ndarray:
     return rows * width + (numpy.arange(total) - starts)
 
 
+def ranked_per_doc(
+    paths: numpy.ndarray,
+    valid: numpy.ndarray,
+    log_probs: numpy.ndarray,
+    row_lengths: Sequence[int],
+    rows_per_doc: Sequence[int],
+    k: int,
+) -> List[List[Ranked]]:
+    """Per doc, its k best whole paths from each row's ranked paths.
+
+    paths (numpy.ndarray): (rows, ranks, length) label ids.
+    valid (numpy.ndarray): (rows, ranks) whether a rank is a path (a row has
+        fewer paths than ranks where its constraints leave fewer).
+    log_probs (numpy.ndarray): (rows, ranks) each path's log probability.
+    row_lengths (Sequence[int]): each row's tokens.
+    rows_per_doc (Sequence[int]): each doc's rows, in order.
+    RETURNS (List[List[Ranked]]): per doc, up to k (ids, log prob), best first.
+    """
+    chunks: List[List[Ranked]] = []
+    for row, n in enumerate(row_lengths):
+        ranked = [
+            (tuple(paths[row, r, :n].tolist()), float(log_probs[row, r]))
+            for r in range(paths.shape[1])
+            if valid[row, r]
+        ]
+        chunks.append(ranked if n else [((), 0.0)])
+    per_doc, start = [], 0
+    for n_rows in rows_per_doc:
+        per_doc.append(merge_nbest(chunks[start : start + n_rows], k))
+        start += n_rows
+    return per_doc
+
+
 def paths_at_most(k: int, n_labels: int, n_tokens: int) -> int:
     """k, or the number of label paths of `n_tokens` tokens where fewer
     exist (n_labels ** n_tokens): n-best never ranks more than there are."""

@@ -31,6 +31,7 @@ from ..engine.rows import (  # noqa: F401  (re-exported: spacy_crf.ml.crf_batch'
     grid_index,
     merge_nbest,
     paths_at_most,
+    ranked_per_doc,
     row_layout,
     spans_in_rows,
 )
@@ -275,20 +276,7 @@ class CRFBatch:
         host = torch.cat([values, log_z[:, None].to(values.dtype)], dim=1).cpu().numpy()
         host_values, host_log_z = host[:, :-1], host[:, -1:]
         valid, log_probs = host_values > NEG_INF / 2, host_values / self.temperature - host_log_z
-        chunks: List[List[Ranked]] = []
-        for row, n in enumerate(self.row_lengths):
-            ranked = [
-                (tuple(host_paths[row, r, :n].tolist()), float(log_probs[row, r]))
-                for r in range(host_paths.shape[1])
-                if valid[row, r]
-            ]
-            chunks.append(ranked if n else [((), 0.0)])
-        per_doc = []
-        start = 0
-        for n_rows in self.rows_per_doc:
-            per_doc.append(merge_nbest(chunks[start : start + n_rows], k))
-            start += n_rows
-        return per_doc
+        return ranked_per_doc(host_paths, valid, log_probs, self.row_lengths, self.rows_per_doc, k)
 
     def spans_in_rows(
         self, spans: Sequence[Sequence[Tuple[int, int, int]]]
