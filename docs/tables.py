@@ -670,15 +670,18 @@ def converged_summary(root: Path) -> Optional[str]:
     return summary(root / "benchmarks" / "runs" / "converged")
 
 
-def distillation(root: Path) -> str:
+def distillation(root: Path) -> Optional[str]:
     """benchmarks/runs/distillation/*.json (`python -m benchmarks.distillation`):
-    teacher, plain and distilled students, per task."""
+    teacher, plain and distilled students, per task ("not yet" for a head
+    without a record); None without any record (the table is left as it is)."""
     from benchmarks.converged_report import load_runs
     from benchmarks.distillation import table
 
     folder = root / "benchmarks" / "runs" / "distillation"
     records = [record for runs in load_runs(folder).values() for record in runs.values()] if folder.exists() else []
-    return (environment_line(*records) + "\n\n" if records else "") + table(folder)
+    if not records:
+        return None
+    return environment_line(*records) + "\n\n" + table(folder)
 
 
 def serving(root: Path) -> Optional[str]:
