@@ -3,7 +3,8 @@ trained on gold (plain) and the same student distilled from the teacher.
 
     python -m benchmarks.distillation plain configs/cpu.cfg --task tag --seed 0 [--corpus corpus/full]
     python -m benchmarks.distillation distilled configs/cpu.cfg --task tag --seed 0 --teacher MODEL
-    python -m benchmarks.distillation speed --task tag [--rounds 5]
+    python -m benchmarks.distillation speed --task tag --teacher T --plain P --distilled D [--rounds 5]
+    python -m benchmarks.distillation probabilities --head distilled --seed 0 --work DIR
     python -m benchmarks.distillation report
 
 Records go to benchmarks/runs/distillation/TASK_HEAD_sSEED.json (TASK: tag,
@@ -17,7 +18,12 @@ bootstrap, as in the converged comparison. The distilled student is
 (the teacher's posteriors, no gold) with the same budget. `speed` times
 `nlp.pipe` words/s of the teacher and one plain and one distilled student
 side by side (in turn, one thread, medians of the rounds) on dev half b
-(runs/distillation/speed/TASK.json).
+(runs/distillation/speed/TASK.json). `probabilities` measures a crf_ner's
+entity probabilities (ECE, Brier) as trained and with its entity temperature,
+each dev half by the copy calibrated on the other
+(`benchmarks.converged_probabilities`;
+runs/distillation/probabilities/ner_HEAD_sSEED_OBJECTIVE.json): does the
+student inherit the teacher's calibration?
 `report` prints the table (docs/benchmarks.md, "Distillation").
 
 The goal (issue: transformer accuracy at CPU speed): the distilled student
@@ -123,6 +129,96 @@ def speed(args: argparse.Namespace) -> Dict[str, Any]:
     return record
 
 
+def probabilities(args: argparse.Namespace) -> List[Path]:
+    """A crf_ner's entity probabilities on both dev halves, as trained and
+    with its entity temperature (benchmarks.converged_probabilities); the
+    run's folder gets a run.json naming its dev halves if it has none."""
+    from benchmarks import converged_probabilities
+
+    _, select, held_out, _ = DATA["ner"]
+    run_json = args.work / "run.json"
+    if not run_json.exists():
+        halves = {"dev_select": str(args.corpus / select), "dev_score": str(args.corpus / held_out)}
+        run_json.write_text(json.dumps(halves, indent=2) + "\n")
+    written = []
+    for objective in PROBABILITY_OBJECTIVES:
+        path = args.runs / "probabilities" / f"ner_{args.head}_s{args.seed}_{objective}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        given = [str(args.work), "--objective", objective, "--json", str(path)]
+        if converged_probabilities.main(given) != 0:
+            raise SystemExit(f"measuring {args.work} ({objective}) failed: nothing more recorded")
+        written.append(path)
+    return written
+
+
+# as trained (the pipeline's own temperature), and with the entity temperature fitted on the other dev half
+PROBABILITY_OBJECTIVES = ("none", "entities")
+
+
+def probability_table(folder: Path = RUNS) -> Optional[str]:
+    """ECE and Brier of the entity probabilities of each head, as trained and
+    with the entity temperature: mean (range) over the seeds; None without
+    records."""
+    records: Dict[tuple, Dict[int, Dict[str, Any]]] = {}
+    for path in sorted((folder / "probabilities").glob("ner_*_s*_*.json")):
+        _, head, seed, objective = path.stem.split("_", 3)
+        records.setdefault((head, objective), {})[int(seed[1:])] = json.loads(path.read_text())
+    if not records:
+        return None
+
+    def cell(values: List[float]) -> str:
+        mean = f"{statistics.mean(values):.3f}"
+        return mean + (f" ({min(values):.3f}–{max(values):.3f})" if len(values) > 1 else "")
+
+    rows = [
+        "| system | seeds | ECE as trained | ECE, entity temperature | Brier as trained | Brier, entity temperature |",
+        "|---|---|---|---|---|---|",
+    ]
+    for head, title in HEADS.items():
+        trained, tempered = records.get((head, "none"), {}), records.get((head, "entities"), {})
+        if not trained and not tempered:
+            continue
+        seeds = ", ".join(str(s) for s in sorted(set(trained) | set(tempered)))
+        cells = [
+            cell([r["entities"][figure] for r in group.values()]) if group else "–"
+            for figure in ("ece", "brier")
+            for group in (trained, tempered)
+        ]
+        rows.append(f"| {title} | {seeds} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def summary(folder: Path = RUNS) -> Optional[str]:
+    """The README's lines: only tasks with the teacher, three seeds of each
+    student and the speeds ("" where none has them); None without records."""
+    runs = load_runs(folder) if folder.exists() else {}
+    if not runs:
+        return None
+    rows = []
+    for task, (_, _, _, score) in DATA.items():
+        heads = {head: runs.get((task, head), {}) for head in HEADS}
+        speeds = _speeds(folder, task)
+        if not heads["crf"] or len(heads["plain"]) < 3 or len(heads["distilled"]) < 3 or not speeds:
+            continue
+        means = {head: 100 * _mean(records, score) for head, records in heads.items()}
+        rates = speeds["words_per_second"]
+        closed = gap_closed(means["crf"], means["plain"], means["distilled"])
+        rows.append(
+            f"| {TITLES[task]} | {means['crf']:.2f} | {means['plain']:.2f} | {means['distilled']:.2f} "
+            f"| {'–' if closed is None else f'{100 * closed:.0f}%'} | {rates['distilled'] / rates['plain']:.2f}x |"
+        )
+    if not rows:
+        return ""
+    head = (
+        "A CPU student distilled from a transformer CRF teacher (all-MiniLM-L6-v2) through its exact "
+        "posteriors, beside the same config trained on gold: dev score on a held-out half, mean of 3 seeds; "
+        "words/s of `nlp.pipe` on one thread ([distillation](docs/distillation.md)):\n\n"
+        "| task, data | teacher | student on gold | student distilled | gap closed | distilled words/s vs gold |\n"
+        "|---|---|---|---|---|---|\n"
+    )
+    return head + "\n".join(rows)
+
+
 def _speeds(folder: Path, task: str) -> Optional[Dict[str, Any]]:
     path = folder / "speed" / f"{task}.json"
     return json.loads(path.read_text()) if path.exists() else None
@@ -209,6 +305,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     timing.add_argument("--plain", type=Path, required=True)
     timing.add_argument("--distilled", type=Path, required=True)
     timing.add_argument("--rounds", type=int, default=5)
+    measure = commands.add_parser("probabilities")
+    measure.add_argument("--head", choices=sorted(HEADS), required=True)
+    measure.add_argument("--seed", type=int, default=0)
+    measure.add_argument("--work", type=Path, required=True, help="the crf_ner run's folder (its model-best)")
     commands.add_parser("report")
     for sub in commands.choices.values():
         sub.add_argument("--corpus", type=Path, default=Path("corpus/full"))
@@ -221,8 +321,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(json.dumps({"score": {k: v for k, v in record["score"].items() if k != "per_doc"}}))
     elif args.command == "speed":
         print(json.dumps(speed(args)["words_per_second"]))
+    elif args.command == "probabilities":
+        print("\n".join(str(path) for path in probabilities(args)))
     else:
-        print(table(args.runs))
+        print(table(args.runs) + "\n\n" + (probability_table(args.runs) or ""))
     return 0
 
 

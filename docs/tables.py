@@ -684,6 +684,23 @@ def distillation(root: Path) -> Optional[str]:
     return environment_line(*records) + "\n\n" + table(folder)
 
 
+def distillation_summary(root: Path) -> Optional[str]:
+    """The README's distillation lines: only tasks with the teacher, three
+    seeds of each student and the speeds ("" where none has them)."""
+    from benchmarks.distillation import summary
+
+    return summary(root / "benchmarks" / "runs" / "distillation")
+
+
+def distillation_probabilities(root: Path) -> Optional[str]:
+    """benchmarks/runs/distillation/probabilities/*.json (`python -m
+    benchmarks.distillation probabilities`): the crf_ner heads' ECE and Brier,
+    as trained and with the entity temperature."""
+    from benchmarks.distillation import probability_table
+
+    return probability_table(root / "benchmarks" / "runs" / "distillation")
+
+
 def serving(root: Path) -> Optional[str]:
     """benchmarks/runs/serving.json (`python -m benchmarks.serving`): the
     torch-free engine against the torch engine and spaCy's components."""
@@ -717,6 +734,8 @@ RENDERERS: Dict[str, Callable[[Path], Optional[str]]] = {
     "converged-summary": converged_summary,
     "converged-probabilities": converged_probabilities,
     "distillation": distillation,
+    "distillation-summary": distillation_summary,
+    "distillation-probabilities": distillation_probabilities,
     "serving": serving,
     # GPU
     "gpu-kernels": gpu_kernels,

@@ -58,3 +58,40 @@ def test_a_missing_head_says_not_yet(tmp_path):
     (tmp_path / "ner_crf_s0.json").write_text(json.dumps({"score": {"ents_f": 0.7}}))
     text = table(tmp_path)
     assert "| student, trained on gold | – | not yet | – | – |" in text and "gap" not in text
+
+
+def test_the_readme_summary_waits_for_a_whole_task(tmp_path):
+    from benchmarks.distillation import summary
+
+    assert summary(tmp_path / "none") is None  # no records: the block is left as it is
+    docs = 4
+    write(tmp_path, "tag_crf_s0", 0.97, [[97, 100]] * docs)
+    for seed in (0, 1):
+        write(tmp_path, f"tag_plain_s{seed}", 0.95, [[95, 100]] * docs)
+        write(tmp_path, f"tag_distilled_s{seed}", 0.96, [[96, 100]] * docs)
+    (tmp_path / "speed").mkdir()
+    speeds = {"words_per_second": {"crf": 900.0, "plain": 80000.0, "distilled": 76000.0}}
+    (tmp_path / "speed" / "tag.json").write_text(json.dumps(speeds))
+    assert summary(tmp_path) == ""  # two seeds of each student: not yet
+    write(tmp_path, "tag_plain_s2", 0.95, [[95, 100]] * docs)
+    write(tmp_path, "tag_distilled_s2", 0.965, [[96, 100]] * docs)
+    text = summary(tmp_path)
+    assert "| XPOS tags, UD English EWT (all train docs) | 97.00 | 95.00 | 96.17 | 58% | 0.95x |" in text
+    assert "entities" not in text.split("|---|")[-1]  # the task without records has no row
+
+
+def test_the_probability_table_has_a_row_per_measured_head(tmp_path):
+    from benchmarks.distillation import probability_table
+
+    assert probability_table(tmp_path) is None
+    folder = tmp_path / "probabilities"
+    folder.mkdir()
+    figures = {("crf", 0, "none"): 0.05, ("plain", 0, "none"): 0.10, ("plain", 1, "none"): 0.12}
+    figures.update({("plain", 0, "entities"): 0.03, ("plain", 1, "entities"): 0.05})
+    for (head, seed, objective), ece in figures.items():
+        record = {"entities": {"ece": ece, "brier": 2 * ece}}
+        (folder / f"ner_{head}_s{seed}_{objective}.json").write_text(json.dumps(record))
+    text = probability_table(tmp_path)
+    assert "| teacher: all-MiniLM-L6-v2 + CRF | 0 | 0.050 | – | 0.100 | – |" in text
+    assert "| student, trained on gold | 0, 1 | 0.110 (0.100–0.120) | 0.040 (0.030–0.050) |" in text
+    assert "distilled" not in text

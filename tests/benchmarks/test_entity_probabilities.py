@@ -355,3 +355,30 @@ def test_converged_probabilities_as_trained_and_of_beam_ner(crf_model, beam_mode
     assert result["system"] == "beam_ner" and result["objective"] is None
     assert [pair["dev"] for pair in result["pairs"]] == [score, select]
     assert all(pair["beam"]["beam_width"] == 8 for pair in result["pairs"])
+
+
+def test_a_distilled_student_is_measured_as_trained_and_with_its_entity_temperature(crf_model, tmp_path):
+    """benchmarks.distillation probabilities: a student's folder (no run.json)
+    gets one naming the corpus' ner dev halves, and its two records are
+    converged_probabilities' figures for the same folder."""
+    from benchmarks import distillation
+
+    run, select, score = converged_run(tmp_path / "reference", crf_model)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(select, corpus / "uner-dev-a.spacy")
+    shutil.copy(score, corpus / "uner-dev-b.spacy")
+    student = tmp_path / "ner_distilled_s1"
+    shutil.copytree(crf_model, student / "model-best")
+    runs = tmp_path / "runs"
+    given = ["probabilities", "--head", "distilled", "--seed", "1", "--work", str(student)]
+    assert distillation.main(given + ["--corpus", str(corpus), "--runs", str(runs)]) == 0
+    halves = json.loads((student / "run.json").read_text())
+    assert halves == {"dev_select": str(corpus / "uner-dev-a.spacy"), "dev_score": str(corpus / "uner-dev-b.spacy")}
+    for objective in ("none", "entities"):
+        record = json.loads((runs / "probabilities" / f"ner_distilled_s1_{objective}.json").read_text())
+        reference = tmp_path / f"reference_{objective}.json"
+        assert converged_probabilities.main([str(run), "--objective", objective, "--json", str(reference)]) == 0
+        assert record["entities"] == json.loads(reference.read_text())["entities"]
+        assert record["objective"] == objective
+    assert "| student, distilled | 1 |" in distillation.probability_table(runs)
