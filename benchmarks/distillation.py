@@ -211,8 +211,9 @@ def summary(folder: Path = RUNS) -> Optional[str]:
         return ""
     head = (
         "A CPU student distilled from a transformer CRF teacher (all-MiniLM-L6-v2) through its exact "
-        "posteriors, beside the same config trained on gold: dev score on a held-out half, mean of 3 seeds; "
-        "words/s of `nlp.pipe` on one thread ([distillation](docs/distillation.md)):\n\n"
+        "posteriors of the train docs, beside the same config trained on their gold tags: dev score on a "
+        "held-out half (the students: mean of 3 seeds); words/s of `nlp.pipe` on one thread "
+        "([distillation](docs/distillation.md)):\n\n"
         "| task, data | teacher | student on gold | student distilled | gap closed | distilled words/s vs gold |\n"
         "|---|---|---|---|---|---|\n"
     )
